@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Top-level entry points. Kernel modules go through Kbuild against Debian's
+# linux-headers for the 6.1 kernel; the C++ parts (emulator, lab, tools) go
+# through CMake into build/. `make help` lists the targets.
+
+# The newest Debian 6.1 kernel that has headers installed, unless given.
+KVER ?= $(shell ls -d /lib/modules/6.1.*/build 2>/dev/null | sort -V | tail -1 | cut -d/ -f4)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD ?= $(CURDIR)/build
+CACHE ?= $(or $(IBSTACK_CACHE),$(HOME)/.cache/ibstack)
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+export IBSTACK_CACHE := $(CACHE)
+
+.PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
+	check-lint checkpatch demo clean help
+
+all: modules cpp
+
+help:
+	@echo "make                  build kernel modules and the C++ parts"
+	@echo "make modules          kernel modules (C=2 for sparse, W=1 for extra warnings)"
+	@echo "make modules_install  install into /lib/modules/\$$KVER/updates and run depmod"
+	@echo "make checkpatch       checkpatch --strict on our kernel sources"
+	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
+	@echo "make check            install deps, build everything, run all tests"
+	@echo "make demo             boot a guest on the emulated HCA and show it"
+
+# --- kernel modules --------------------------------------------------------
+# C=, W=, V= given on our command line reach Kbuild through MAKEFLAGS.
+modules:
+	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run .ci/deps"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+modules_install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	depmod -a $(KVER)
+
+# Our kernel sources: everything C under drivers/ and include/rdma.
+KSRC = $(shell find drivers include -name '*.[ch]' 2>/dev/null | sort)
+CHECKPATCH_DIR = $(CACHE)/checkpatch-$(KVER)
+
+$(CHECKPATCH_DIR)/scripts/checkpatch.pl:
+	@mkdir -p $(CHECKPATCH_DIR).tmp
+	tar -C $(CHECKPATCH_DIR).tmp --strip-components=1 -xf $(firstword $(wildcard /usr/src/linux-source-6.1.tar.*)) \
+		linux-source-6.1/scripts/checkpatch.pl linux-source-6.1/scripts/spelling.txt \
+		linux-source-6.1/scripts/const_structs.checkpatch
+	rm -rf $(CHECKPATCH_DIR) && mv $(CHECKPATCH_DIR).tmp $(CHECKPATCH_DIR)
+
+checkpatch: $(CHECKPATCH_DIR)/scripts/checkpatch.pl
+	@if [ -z "$(KSRC)" ]; then echo "checkpatch: no kernel sources yet"; else \
+	  $(CHECKPATCH_DIR)/scripts/checkpatch.pl --strict --no-tree --terse \
+	    --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f $(KSRC); fi
+
+# --- C++ -------------------------------------------------------------------
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S $(CURDIR) -B $(BUILD) -G Ninja -DIBSTACK_QEMU=$(BUILD)/qemu/qemu-system-x86_64
+
+cpp: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# QEMU is cached outside the tree, keyed by its inputs; build/qemu points at it.
+qemu:
+	@mkdir -p $(BUILD)/qemu
+	@bin=$$(emulator/qemu/build-qemu.sh $(CACHE) | tail -1) && test -x "$$bin" && \
+	  ln -sfn "$$bin" $(BUILD)/qemu/qemu-system-x86_64 && echo "qemu: $$bin"
+
+deps:
+	.ci/deps
+
+# --- tests -----------------------------------------------------------------
+check:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory deps && \
+	$(MAKE) --no-print-directory all && \
+	$(MAKE) --no-print-directory qemu && \
+	$(MAKE) --no-print-directory check-lint && \
+	$(MAKE) --no-print-directory check-unit && \
+	$(MAKE) --no-print-directory check-vm; rc=$$?; \
+	echo "=== timings ==="; \
+	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
+	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
+	exit $$rc
+
+check-lint: checkpatch
+	$(MAKE) --no-print-directory modules C=2 W=1
+
+check-unit: cpp
+	cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS)
+
+check-vm: cpp
+	cd $(BUILD) && ctest --output-on-failure -L vm $(CTEST_ARGS)
+
+demo: deps all qemu
+	tests/lab/demo.sh $(BUILD)
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -rf $(BUILD)
