@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The carrier between QEMU shims and the HCA models: one unix listening
+// socket, any number of shim connections, all served from one thread with
+// poll(). Per connection it maps the guest's memfd, builds the HCA with
+// make_mthca(), answers WELCOME and then turns messages into PciFunction
+// calls and the model's interrupts into messages. No device behaviour lives
+// here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ibemu {
+
+// Deterministic node GUID for a node name: Mellanox OUI 00:02:c9 in the top
+// 24 bits, 40 bits of a hash of the name below.
+uint64_t derive_node_guid(const std::string& name);
+
+// "NAME=GUID" with GUID as 16 hex digits, optionally 0x-prefixed and/or
+// colon-grouped. Returns false on a malformed argument.
+bool parse_node_guid(const std::string& arg, std::string* name, uint64_t* guid);
+
+struct MthcaConfig;
+class GuestMemory;
+class InterruptSink;
+class PciFunction;
+
+using DeviceFactory =
+    std::function<std::unique_ptr<PciFunction>(const MthcaConfig&, GuestMemory&, InterruptSink&)>;
+
+struct ServerOptions {
+    std::string socket_path;
+    std::map<std::string, uint64_t> node_guids;  // explicit --node NAME=GUID
+    // The device behind each connection; empty means make_mthca(). Tests of
+    // the carrier itself may plug in something simpler.
+    DeviceFactory device_factory;
+};
+
+class Connection;
+
+class Server {
+public:
+    explicit Server(ServerOptions opts);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Creates the listening socket (unlinking a stale one). False + *error
+    // on failure.
+    bool listen(std::string* error);
+    // Serves until stop(). Returns 0, or 1 on a fatal error of the server
+    // itself (never because of what a shim sent).
+    int run();
+    // Async-signal-safe and thread-safe: makes run() return soon.
+    void stop();
+
+    size_t connections() const { return conns_.size(); }
+    uint64_t guid_for(const std::string& node) const;
+
+private:
+    friend class Connection;
+    void accept_all();
+    bool node_in_use(const std::string& node, const Connection* except) const;
+    bool guid_in_use(uint64_t guid, const Connection* except) const;
+
+    ServerOptions opts_;
+    int listen_fd_ = -1;
+    int wake_rd_ = -1;
+    int wake_wr_ = -1;
+    bool listening_ = false;
+    unsigned next_conn_id_ = 0;
+    std::vector<std::unique_ptr<Connection>> conns_;
+};
+
+}  // namespace ibemu

@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// End-to-end tests of the carrier: the test plays a QEMU shim over a real
+// unix socket, with a real sealed memfd as guest RAM, against a Server
+// running in a thread.
+#include "server/server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "hca/config_space.h"
+#include "hca/mthca.h"
+#include "server/proto.h"
+
+namespace ibemu {
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t kRam = 16 * MiB;
+
+// A tiny device for testing the carrier's plumbing where the HCA model has
+// no simple register to play with: a scratch register, and a "DMA" register
+// that writes a value into guest RAM and fires an MSI-X vector.
+class ScratchDevice final : public PciFunction {
+public:
+    ScratchDevice(GuestMemory& mem, InterruptSink& irq) : mem_(mem), irq_(irq)
+    {
+        id_ = mthca::build_identity();
+        id_.bars = {};
+        id_.bars[0] = {64 * 1024, false, false};
+        id_.msix_vectors = 4;
+        id_.msix_table_offset = 0x8000;
+        id_.msix_pba_offset = 0x9000;
+    }
+    const PciIdentity& identity() const override { return id_; }
+    uint32_t config_read(unsigned off, unsigned) override { return off; }
+    void config_write(unsigned, unsigned, uint32_t) override {}
+    uint64_t mmio_read(unsigned, uint64_t off, unsigned) override
+    {
+        if (off == 0x0)
+            return scratch_;
+        if (off == 0x18)
+            return dma_ok_;
+        if (off == 0x20)
+            return writes_;
+        return 0xdead;
+    }
+    void mmio_write(unsigned, uint64_t off, unsigned, uint64_t value) override
+    {
+        ++writes_;
+        if (off == 0x0)
+            scratch_ = value;
+        else if (off == 0x8)
+            dma_addr_ = value;
+        else if (off == 0x10) {
+            dma_ok_ = mem_.write(dma_addr_, &value, sizeof(value));
+            irq_.msix(1);
+        } else if (off == 0x28)
+            irq_.intx(value != 0);
+    }
+    void reset() override { scratch_ = 0; }
+    uint64_t poll(uint64_t) override { return UINT64_MAX; }
+
+private:
+    GuestMemory& mem_;
+    InterruptSink& irq_;
+    PciIdentity id_;
+    uint64_t scratch_ = 0, dma_addr_ = 0, dma_ok_ = 0, writes_ = 0;
+};
+
+// The test's end of one connection: what QEMU's ibemu-hca does.
+class FakeShim {
+public:
+    explicit FakeShim(const std::string& path)
+    {
+        fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::strcpy(sa.sun_path, path.c_str());
+        EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0) << strerror(errno);
+        memfd_ = memfd_create("guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        EXPECT_EQ(ftruncate(memfd_, kRam), 0);
+        EXPECT_EQ(fcntl(memfd_, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL), 0);
+    }
+    ~FakeShim()
+    {
+        close(fd_);
+        close(memfd_);
+    }
+
+    ibemu_msg_hello hello(const char* node)
+    {
+        ibemu_msg_hello h;
+        shim::set_header(h, IBEMU_MSG_HELLO, tag_++);
+        h.magic = IBEMU_SHIM_MAGIC;
+        h.version = IBEMU_SHIM_VERSION;
+        std::strncpy(h.node, node, sizeof(h.node) - 1);
+        h.nregions = 1;
+        h.regions[0] = {0, kRam, 0};
+        return h;
+    }
+
+    void send_raw(const void* p, size_t len, int pass_fd = -1)
+    {
+        iovec iov{const_cast<void*>(p), len};
+        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+        msghdr mh{};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        if (pass_fd >= 0) {
+            mh.msg_control = ctl;
+            mh.msg_controllen = sizeof(ctl);
+            cmsghdr* c = CMSG_FIRSTHDR(&mh);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+        }
+        ASSERT_EQ(sendmsg(fd_, &mh, MSG_NOSIGNAL), ssize_t(len));
+    }
+
+    // Sends HELLO with the memfd and returns the WELCOME.
+    ibemu_msg_welcome connect_as(const char* node)
+    {
+        auto h = hello(node);
+        send_raw(&h, sizeof(h), memfd_);
+        ibemu_msg_welcome w{};
+        EXPECT_TRUE(recv_msg(&w, sizeof(w)));
+        EXPECT_EQ(w.hdr.type, IBEMU_MSG_WELCOME);
+        EXPECT_EQ(w.hdr.tag, h.hdr.tag);
+        return w;
+    }
+
+    // Reads exactly one message of len bytes. False on EOF/timeout.
+    bool recv_msg(void* out, size_t len)
+    {
+        auto* p = static_cast<uint8_t*>(out);
+        size_t got = 0;
+        while (got < len) {
+            pollfd pfd{fd_, POLLIN, 0};
+            if (poll(&pfd, 1, 5000) <= 0)
+                return false;
+            ssize_t n = recv(fd_, p + got, len - got, 0);
+            if (n <= 0)
+                return false;
+            got += size_t(n);
+        }
+        return true;
+    }
+
+    ibemu_shim_hdr recv_hdr_and_body(std::vector<uint8_t>* body)
+    {
+        ibemu_shim_hdr h{};
+        EXPECT_TRUE(recv_msg(&h, sizeof(h)));
+        body->assign(reinterpret_cast<uint8_t*>(&h), reinterpret_cast<uint8_t*>(&h) + sizeof(h));
+        if (h.length > sizeof(h) && h.length < 4096) {
+            body->resize(h.length);
+            EXPECT_TRUE(recv_msg(body->data() + sizeof(h), h.length - sizeof(h)));
+        }
+        return h;
+    }
+
+    // The server closed this connection: EOF within the timeout.
+    bool closed_by_peer()
+    {
+        for (;;) {
+            pollfd pfd{fd_, POLLIN, 0};
+            if (poll(&pfd, 1, 5000) <= 0)
+                return false;
+            char buf[4096];
+            ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+            if (n == 0 || (n < 0 && errno == ECONNRESET))
+                return true;
+            if (n < 0)
+                return false;
+        }
+    }
+
+    void cfg_write(uint16_t off, uint8_t size, uint32_t value)
+    {
+        ibemu_msg_cfg_write m;
+        shim::set_header(m, IBEMU_MSG_CFG_WRITE, tag_++);
+        m.offset = off;
+        m.size = size;
+        m.value = value;
+        send_raw(&m, sizeof(m));
+    }
+    uint32_t cfg_read(uint16_t off, uint8_t size)
+    {
+        ibemu_msg_cfg_read m;
+        shim::set_header(m, IBEMU_MSG_CFG_READ, tag_++);
+        m.offset = off;
+        m.size = size;
+        send_raw(&m, sizeof(m));
+        ibemu_msg_cfg_read_reply r{};
+        EXPECT_TRUE(recv_msg(&r, sizeof(r)));
+        EXPECT_EQ(r.hdr.type, IBEMU_MSG_CFG_READ_REPLY);
+        EXPECT_EQ(r.hdr.tag, m.hdr.tag);
+        return r.value;
+    }
+    void mmio_write(uint8_t bar, uint64_t off, uint8_t size, uint64_t value)
+    {
+        ibemu_msg_mmio_write m;
+        shim::set_header(m, IBEMU_MSG_MMIO_WRITE, tag_++);
+        m.bar = bar;
+        m.offset = off;
+        m.size = size;
+        m.value = value;
+        send_raw(&m, sizeof(m));
+    }
+    // Sends an MMIO read; interrupt messages that come before the reply are
+    // collected in irqs (as they would be handled by the shim's wait loop).
+    uint64_t mmio_read(uint8_t bar, uint64_t off, uint8_t size, std::vector<std::vector<uint8_t>>* irqs = nullptr)
+    {
+        ibemu_msg_mmio_read m;
+        shim::set_header(m, IBEMU_MSG_MMIO_READ, tag_++);
+        m.bar = bar;
+        m.offset = off;
+        m.size = size;
+        send_raw(&m, sizeof(m));
+        for (;;) {
+            std::vector<uint8_t> body;
+            ibemu_shim_hdr h = recv_hdr_and_body(&body);
+            if (h.type == IBEMU_MSG_MMIO_READ_REPLY) {
+                EXPECT_EQ(h.tag, m.hdr.tag);
+                return shim::decode<ibemu_msg_mmio_read_reply>(body.data()).value;
+            }
+            if (h.type != IBEMU_MSG_MSIX && h.type != IBEMU_MSG_INTX) {
+                ADD_FAILURE() << "unexpected message type " << h.type;
+                return 0;
+            }
+            if (irqs)
+                irqs->push_back(body);
+        }
+    }
+
+    int fd() const { return fd_; }
+    int memfd() const { return memfd_; }
+
+private:
+    int fd_ = -1;
+    int memfd_ = -1;
+    uint32_t tag_ = 100;
+};
+
+class ServerTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        char tmpl[] = "/tmp/ibemu-server-test.XXXXXX";
+        ASSERT_TRUE(mkdtemp(tmpl));
+        dir_ = tmpl;
+        path_ = dir_ + "/ibemu.sock";
+    }
+    void start(DeviceFactory factory = nullptr)
+    {
+        ServerOptions o;
+        o.socket_path = path_;
+        o.node_guids["fixed"] = 0x0002c90300000042ull;
+        o.device_factory = std::move(factory);
+        server_ = std::make_unique<Server>(o);
+        std::string err;
+        ASSERT_TRUE(server_->listen(&err)) << err;
+        thread_ = std::thread([this] { rc_ = server_->run(); });
+    }
+    void TearDown() override
+    {
+        if (server_) {
+            server_->stop();
+            thread_.join();
+            EXPECT_EQ(rc_, 0);
+            server_.reset();
+            struct stat st;
+            EXPECT_NE(lstat(path_.c_str(), &st), 0) << "the socket is unlinked when the server goes";
+        }
+        rmdir(dir_.c_str());
+    }
+    static DeviceFactory scratch()
+    {
+        return [](const MthcaConfig&, GuestMemory& mem, InterruptSink& irq) -> std::unique_ptr<PciFunction> {
+            return std::make_unique<ScratchDevice>(mem, irq);
+        };
+    }
+
+    std::string dir_, path_;
+    std::unique_ptr<Server> server_;
+    std::thread thread_;
+    int rc_ = -1;
+};
+
+TEST_F(ServerTest, WelcomeCarriesTheRealHcaIdentity)
+{
+    start();
+    FakeShim s(path_);
+    auto w = s.connect_as("n0");
+    ASSERT_EQ(w.status, IBEMU_WELCOME_OK) << w.text;
+    EXPECT_EQ(w.version, IBEMU_SHIM_VERSION);
+    EXPECT_EQ(w.config[0] | (w.config[1] << 8), 0x15b3);
+    EXPECT_EQ(w.config[2] | (w.config[3] << 8), 0x6282);
+    EXPECT_EQ(w.bars[0].size, 1 * MiB);
+    EXPECT_TRUE(w.bars[0].flags & IBEMU_BAR_64BIT);
+    EXPECT_GT(w.msix_vectors, 0);
+    EXPECT_GE(w.msix_cap_offset, 0x40);
+}
+
+TEST_F(ServerTest, ConfigWritesReachTheRealHca)
+{
+    start();
+    FakeShim s(path_);
+    ASSERT_EQ(s.connect_as("n0").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(s.cfg_read(0x00, 4), 0x628215b3u);
+    EXPECT_EQ(s.cfg_read(0x04, 2) & 0x6u, 0u) << "memory and bus master off at power-on";
+    s.cfg_write(0x04, 2, 0x0006);
+    EXPECT_EQ(s.cfg_read(0x04, 2) & 0x6u, 0x6u);
+    s.cfg_write(0x00, 4, 0xffffffff);  // read-only ids
+    EXPECT_EQ(s.cfg_read(0x00, 4), 0x628215b3u);
+}
+
+TEST_F(ServerTest, RealHcaAnswersBarReads)
+{
+    start();
+    FakeShim s(path_);
+    ASSERT_EQ(s.connect_as("n0").status, IBEMU_WELCOME_OK);
+    // a dword of the HCR; whatever the model answers, it comes back tagged
+    s.mmio_read(0, 0x80698, 4);
+    s.mmio_read(0, 0x80698, 4);
+}
+
+TEST_F(ServerTest, MmioRoundTripDmaAndInterrupts)
+{
+    start(scratch());
+    FakeShim s(path_);
+    auto w = s.connect_as("n0");
+    ASSERT_EQ(w.status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(w.bars[0].size, 64 * 1024u);
+
+    s.mmio_write(0, 0x0, 8, 0x0123456789abcdefull);
+    EXPECT_EQ(s.mmio_read(0, 0x0, 8), 0x0123456789abcdefull);
+    EXPECT_EQ(s.mmio_read(0, 0x0, 2), 0xcdefu) << "reads are cut to their size";
+
+    // posted writes are applied in order before a later read
+    for (int i = 0; i < 1000; ++i)
+        s.mmio_write(0, 0x0, 4, uint64_t(i));
+    EXPECT_EQ(s.mmio_read(0, 0x0, 4), 999u);
+
+    // DMA lands in the memfd, and its interrupt comes before the read reply
+    s.mmio_write(0, 0x8, 8, 0x3000);
+    s.mmio_write(0, 0x10, 8, 0xfeedfacecafebeefull);
+    std::vector<std::vector<uint8_t>> irqs;
+    EXPECT_EQ(s.mmio_read(0, 0x18, 8, &irqs), 1u);
+    ASSERT_EQ(irqs.size(), 1u);
+    EXPECT_EQ(shim::decode<ibemu_msg_msix>(irqs[0].data()).hdr.type, IBEMU_MSG_MSIX);
+    EXPECT_EQ(shim::decode<ibemu_msg_msix>(irqs[0].data()).vector, 1u);
+    uint64_t v = 0;
+    ASSERT_EQ(pread(s.memfd(), &v, 8, 0x3000), 8);
+    EXPECT_EQ(v, 0xfeedfacecafebeefull);
+
+    // DMA at the device's own BAR (or anywhere outside RAM) is refused
+    s.mmio_write(0, 0x8, 8, 0xfe000000);
+    s.mmio_write(0, 0x10, 8, 1);
+    irqs.clear();
+    EXPECT_EQ(s.mmio_read(0, 0x18, 8, &irqs), 0u);
+
+    // INTx: only level changes travel
+    s.mmio_write(0, 0x28, 4, 1);
+    s.mmio_write(0, 0x28, 4, 1);
+    s.mmio_write(0, 0x28, 4, 0);
+    irqs.clear();
+    s.mmio_read(0, 0x0, 4, &irqs);
+    ASSERT_EQ(irqs.size(), 2u);
+    EXPECT_EQ(shim::decode<ibemu_msg_intx>(irqs[0].data()).level, 1u);
+    EXPECT_EQ(shim::decode<ibemu_msg_intx>(irqs[1].data()).level, 0u);
+}
+
+TEST_F(ServerTest, ResetReachesTheDevice)
+{
+    start(scratch());
+    FakeShim s(path_);
+    ASSERT_EQ(s.connect_as("n0").status, IBEMU_WELCOME_OK);
+    s.mmio_write(0, 0x0, 4, 77);
+    ibemu_msg_reset r;
+    shim::set_header(r, IBEMU_MSG_RESET, 1);
+    s.send_raw(&r, sizeof(r));
+    EXPECT_EQ(s.mmio_read(0, 0x0, 4), 0u);
+}
+
+TEST_F(ServerTest, DuplicateNodeNamesAreRefusedWhileConnected)
+{
+    start();
+    auto a = std::make_unique<FakeShim>(path_);
+    ASSERT_EQ(a->connect_as("n0").status, IBEMU_WELCOME_OK);
+    {
+        FakeShim b(path_);
+        auto w = b.connect_as("n0");
+        EXPECT_EQ(w.status, IBEMU_WELCOME_DUPLICATE_NODE);
+        EXPECT_NE(std::string(w.text).find("n0"), std::string::npos) << w.text;
+        EXPECT_TRUE(b.closed_by_peer());
+    }
+    FakeShim c(path_);
+    EXPECT_EQ(c.connect_as("n1").status, IBEMU_WELCOME_OK);
+    a.reset();  // n0 goes away; its name is free again
+    FakeShim d(path_);
+    EXPECT_EQ(d.connect_as("n0").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(server_->guid_for("fixed"), 0x0002c90300000042ull);
+    EXPECT_EQ(server_->guid_for("n0"), derive_node_guid("n0"));
+}
+
+TEST_F(ServerTest, VersionMismatchIsRefusedWithAReason)
+{
+    start();
+    FakeShim s(path_);
+    auto h = s.hello("n0");
+    h.version = IBEMU_SHIM_VERSION + 1;
+    s.send_raw(&h, sizeof(h), s.memfd());
+    ibemu_msg_welcome w{};
+    ASSERT_TRUE(s.recv_msg(&w, sizeof(w)));
+    EXPECT_EQ(w.status, IBEMU_WELCOME_BAD_VERSION);
+    EXPECT_EQ(w.version, IBEMU_SHIM_VERSION);
+    EXPECT_NE(std::string(w.text).find("version"), std::string::npos) << w.text;
+    EXPECT_TRUE(s.closed_by_peer());
+}
+
+TEST_F(ServerTest, HelloWithoutMemfdOrWithBadMagicIsRefused)
+{
+    start();
+    {
+        FakeShim s(path_);
+        auto h = s.hello("n0");
+        s.send_raw(&h, sizeof(h));  // no fd
+        ibemu_msg_welcome w{};
+        ASSERT_TRUE(s.recv_msg(&w, sizeof(w)));
+        EXPECT_EQ(w.status, IBEMU_WELCOME_BAD_HELLO);
+        EXPECT_TRUE(s.closed_by_peer());
+    }
+    {
+        FakeShim s(path_);
+        auto h = s.hello("n0");
+        h.magic = 0x12345678;
+        s.send_raw(&h, sizeof(h), s.memfd());
+        ibemu_msg_welcome w{};
+        ASSERT_TRUE(s.recv_msg(&w, sizeof(w)));
+        EXPECT_EQ(w.status, IBEMU_WELCOME_BAD_MAGIC);
+    }
+    {
+        FakeShim s(path_);
+        auto h = s.hello("n0");
+        h.regions[0].size = 2 * kRam;  // more RAM than the memfd has
+        s.send_raw(&h, sizeof(h), s.memfd());
+        ibemu_msg_welcome w{};
+        ASSERT_TRUE(s.recv_msg(&w, sizeof(w)));
+        EXPECT_EQ(w.status, IBEMU_WELCOME_BAD_HELLO);
+    }
+}
+
+// Each malformed input closes its own connection; the server and its other
+// connections carry on.
+TEST_F(ServerTest, MalformedMessagesCloseOnlyTheirConnection)
+{
+    start(scratch());
+    FakeShim good(path_);
+    ASSERT_EQ(good.connect_as("good").status, IBEMU_WELCOME_OK);
+    good.mmio_write(0, 0, 4, 5);
+
+    auto expect_closed = [&](const char* what, auto&& act) {
+        FakeShim bad(path_);
+        act(bad);
+        EXPECT_TRUE(bad.closed_by_peer()) << what;
+        EXPECT_EQ(good.mmio_read(0, 0, 4), 5u) << "after: " << what;
+    };
+    expect_closed("garbage", [](FakeShim& b) {
+        uint8_t junk[64];
+        std::memset(junk, 0xa5, sizeof(junk));
+        b.send_raw(junk, sizeof(junk));
+    });
+    expect_closed("huge length", [](FakeShim& b) {
+        ibemu_shim_hdr h{};
+        h.type = IBEMU_MSG_MMIO_WRITE;
+        h.length = 1u << 30;
+        b.send_raw(&h, sizeof(h));
+    });
+    expect_closed("message before HELLO", [](FakeShim& b) { b.mmio_write(0, 0, 4, 1); });
+    expect_closed("second HELLO", [](FakeShim& b) {
+        ASSERT_EQ(b.connect_as("second").status, IBEMU_WELCOME_OK);
+        auto h = b.hello("second");
+        b.send_raw(&h, sizeof(h));
+    });
+    expect_closed("bad config size", [](FakeShim& b) {
+        ASSERT_EQ(b.connect_as("cfg").status, IBEMU_WELCOME_OK);
+        ibemu_msg_cfg_read m;
+        shim::set_header(m, IBEMU_MSG_CFG_READ, 1);
+        m.offset = 0xff;
+        m.size = 4;
+        b.send_raw(&m, sizeof(m));
+    });
+    expect_closed("unimplemented BAR", [](FakeShim& b) {
+        ASSERT_EQ(b.connect_as("bar").status, IBEMU_WELCOME_OK);
+        b.mmio_write(2, 0, 4, 1);
+    });
+    expect_closed("beyond the BAR", [](FakeShim& b) {
+        ASSERT_EQ(b.connect_as("beyond").status, IBEMU_WELCOME_OK);
+        b.mmio_write(0, 64 * 1024 - 2, 4, 1);
+    });
+    expect_closed("emulator-only message", [](FakeShim& b) {
+        ASSERT_EQ(b.connect_as("msix").status, IBEMU_WELCOME_OK);
+        ibemu_msg_msix m;
+        shim::set_header(m, IBEMU_MSG_MSIX, 1);
+        b.send_raw(&m, sizeof(m));
+    });
+    expect_closed("extra fd", [](FakeShim& b) {
+        ASSERT_EQ(b.connect_as("fd").status, IBEMU_WELCOME_OK);
+        ibemu_msg_reset r;
+        shim::set_header(r, IBEMU_MSG_RESET, 1);
+        b.send_raw(&r, sizeof(r), b.memfd());
+    });
+    expect_closed("truncated then EOF", [](FakeShim& b) {
+        ibemu_msg_hello h = b.hello("trunc");
+        b.send_raw(&h, 20, b.memfd());
+        shutdown(b.fd(), SHUT_WR);
+    });
+    EXPECT_EQ(good.mmio_read(0, 0, 4), 5u);
+}
+
+TEST_F(ServerTest, ListenReplacesAStaleSocketButNotAFile)
+{
+    // a stale socket from a crashed run
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strcpy(sa.sun_path, path_.c_str());
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    close(fd);
+    start();
+    FakeShim s(path_);
+    EXPECT_EQ(s.connect_as("n0").status, IBEMU_WELCOME_OK);
+
+    std::string file = dir_ + "/plain";
+    close(open(file.c_str(), O_CREAT | O_WRONLY, 0600));
+    ServerOptions o;
+    o.socket_path = file;
+    Server other(o);
+    std::string err;
+    EXPECT_FALSE(other.listen(&err));
+    EXPECT_NE(err.find("not a socket"), std::string::npos) << err;
+    unlink(file.c_str());
+}
+
+}  // namespace
+}  // namespace ibemu
