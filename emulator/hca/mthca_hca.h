@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// The MT25208 model: a thin shell that routes PCI accesses to the parts
-// (config space, BAR0 registers, command interface, UAR doorbells).
+// The MT25208 model as a PCI function: a thin shell that decodes config
+// and BAR accesses and hands them to the Core.
+//
+// Byte order: BAR accesses arrive as the guest CPU's little-endian view
+// of the bytes (QEMU's DEVICE_LITTLE_ENDIAN convention). The HCA's
+// registers are big-endian, so a 32-bit register value is the byte swap of
+// the access value.
 #pragma once
 
 #include <memory>
 
 #include "hca/config_space.h"
+#include "hca/core.h"
 #include "hca/mthca.h"
 #include "hca/pci_function.h"
 
@@ -25,11 +31,18 @@ public:
     void reset() override;
     uint64_t poll(uint64_t now_ns) override;
 
+    Core& core() { return core_; }
+    const ConfigSpace& config() const { return cfgspace_; }
+
 private:
-    MthcaConfig cfg_;
-    GuestMemory& mem_;
-    InterruptSink& irq_;
+    uint64_t bar0_read(uint64_t off, unsigned size);
+    void bar0_write(uint64_t off, unsigned size, uint64_t value);
+    void bar2_write(uint64_t off, unsigned size, uint64_t value);
+    void device_reset();
+
+    std::string name_;
     ConfigSpace cfgspace_;
+    Core core_;
 };
 
 }  // namespace ibemu::mthca

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The firmware and hardware state of the MT25208 model: the command
+// interface (HCR), the firmware state machine, ICM, the object tables
+// (EQ/CQ/SRQ/MPT/QP/MGM), event queues and interrupts, the ports and their
+// SMA. The PCI shell (mthca_hca.h) decodes BAR accesses into calls here.
+//
+// Command handlers are spread over fw_init.cc (bring-up, ICM, ports),
+// fw_objects.cc (EQ/CQ/SRQ/MPT/MTT/MGM), fw_qp.cc (QP state machine) and
+// events.cc (EQEs and interrupts).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hca/config_space.h"
+#include "hca/contexts.h"
+#include "hca/icm.h"
+#include "hca/mthca.h"
+#include "hca/pci_function.h"
+#include "hca/port.h"
+#include "hca/sma.h"
+#include "hca/status.h"
+
+namespace ibemu::mthca {
+
+// Firmware life cycle (mthca_main.c: mthca_init_arbel / mthca_close_hca).
+enum class FwState : uint8_t {
+    Off,      // after reset: only the boot ROM answers (QUERY_FW, MAP_FA, RUN_FW)
+    Running,  // RUN_FW done: queries, ICM set-up, INIT_HCA
+    HcaUp,    // INIT_HCA done: everything until CLOSE_HCA
+};
+const char* fw_state_name(FwState s);
+
+// Command opcodes (mthca_cmd.c).
+namespace op {
+inline constexpr uint16_t kSysEn = 0x001, kSysDis = 0x002, kQueryDevLim = 0x003, kQueryFw = 0x004,
+                          kQueryDdr = 0x005, kQueryAdapter = 0x006, kInitHca = 0x007, kCloseHca = 0x008,
+                          kInitIb = 0x009, kCloseIb = 0x00a, kQueryHca = 0x00b, kSetIb = 0x00c,
+                          kSw2HwMpt = 0x00d, kQueryMpt = 0x00e, kHw2SwMpt = 0x00f, kReadMtt = 0x010,
+                          kWriteMtt = 0x011, kMapEq = 0x012, kSw2HwEq = 0x013, kHw2SwEq = 0x014,
+                          kQueryEq = 0x015, kSw2HwCq = 0x016, kHw2SwCq = 0x017, kQueryCq = 0x018,
+                          kRst2Init = 0x019, kInit2Rtr = 0x01a, kRtr2Rts = 0x01b, kRts2Rts = 0x01c,
+                          kSqerr2Rts = 0x01d, k2Err = 0x01e, kRts2Sqd = 0x01f, kSqd2Rts = 0x020,
+                          kErr2Rst = 0x021, kQueryQp = 0x022, kConfSpecialQp = 0x023, kMadIfc = 0x024,
+                          kReadMgm = 0x025, kWriteMgm = 0x026, kMgidHash = 0x027, kResizeCq = 0x02c,
+                          kInit2Init = 0x02d, kSyncTpt = 0x02f, kNop = 0x031, kSw2HwSrq = 0x035,
+                          kHw2SwSrq = 0x036, kQuerySrq = 0x037, kSqd2Sqd = 0x038, kArmSrq = 0x040,
+                          kRunFw = 0xff6, kDisableLam = 0xff7, kEnableLam = 0xff8, kUnmapIcm = 0xff9,
+                          kMapIcm = 0xffa, kUnmapIcmAux = 0xffb, kMapIcmAux = 0xffc, kSetIcmSize = 0xffd,
+                          kUnmapFa = 0xffe, kMapFa = 0xfff;
+}  // namespace op
+
+// EQE event types (mthca_eq.c).
+namespace ev {
+inline constexpr uint8_t kComp = 0x00, kPathMig = 0x01, kCommEst = 0x02, kSqDrained = 0x03, kCqError = 0x04,
+                         kWqCatas = 0x05, kEecCatas = 0x06, kPathMigFailed = 0x07, kLocalCatas = 0x08,
+                         kPortChange = 0x09, kCmd = 0x0a, kEccDetect = 0x0e, kEqOverflow = 0x0f,
+                         kWqInvalReq = 0x10, kWqAccess = 0x11, kSrqCatas = 0x12, kSrqLastWqe = 0x13,
+                         kSrqLimit = 0x14;
+inline constexpr uint8_t kPortActive = 0x4;  // PORT_CHANGE subtypes
+inline constexpr uint8_t kPortDown = 0x1;
+}  // namespace ev
+
+// Context entry sizes we report in QUERY_DEV_LIM (all powers of two, as
+// mthca_profile.c assumes).
+inline constexpr unsigned kQpcEntrySize = 256, kEecEntrySize = 256, kEqpcEntrySize = 32, kEeecEntrySize = 32,
+                          kEqcEntrySize = 64, kCqcEntrySize = 64, kSrqcEntrySize = 64, kUarScratchEntrySize = 32,
+                          kMptEntrySize = 64, kMgmEntrySize = 256;
+
+// Object-count ceilings, whatever the guest asks for.
+inline constexpr size_t kMaxObjectsPerTable = 1u << 18;
+
+// INIT_HCA parameters (mthca_cmd.c, mthca_INIT_HCA()).
+struct HcaLayout {
+    uint64_t qpc_base = 0, eec_base = 0, srqc_base = 0, cqc_base = 0, eqpc_base = 0, eeec_base = 0,
+             eqc_base = 0, rdb_base = 0, mc_base = 0, mpt_base = 0, mtt_base = 0, uar_scratch_base = 0,
+             uarc_base = 0;
+    unsigned log_qps = 0, log_eecs = 0, log_srqs = 0, log_cqs = 0, log_eqs = 0, log_mc_entry = 0,
+             log_mc_table = 0, log_mpts = 0, log_uarc_pages = 0, log_uars = 0, uar_page_shift = 0;
+    unsigned mc_hash_size = 0;
+    uint32_t flags2 = 0;
+};
+
+// One firmware command as posted through the HCR.
+struct Cmd {
+    uint64_t in_param = 0;
+    uint64_t out_param = 0;
+    uint32_t in_mod = 0;
+    uint8_t op_mod = 0;
+    uint16_t opcode = 0;
+    uint16_t token = 0;
+    bool event = false;
+    // Filled by the handler.
+    uint64_t out_imm = 0;
+    bool has_imm = false;
+    std::string note;  // extra text for the command log line
+};
+
+// Doorbell statistics (seam for the data path).
+struct DoorbellStats {
+    uint64_t send = 0, recv = 0, cq_arm = 0, cq_other = 0, bogus = 0;
+    uint32_t last_hi = 0, last_lo = 0;
+};
+
+class Core {
+public:
+    Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const ConfigSpace& cfgspace);
+
+    // Everything back to power-on (reset register or machine reset).
+    void power_on();
+
+    // --- HCR --------------------------------------------------------------
+    uint32_t hcr_read(unsigned dword) const;
+    void hcr_write(unsigned dword, uint32_t value);
+
+    // --- mem-free EQ/interrupt registers in BAR0 --------------------------
+    void eq_arm(uint64_t eq_mask);
+    void eq_set_ci(unsigned eqn, uint32_t ci);
+    void clr_int(uint64_t mask);
+    // Config space changed (MSI-X enable, INTx disable).
+    void interrupt_mode_changed();
+
+    // --- UAR doorbells (BAR2) ---------------------------------------------
+    void uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo);
+    uint32_t num_uars() const { return uint32_t(kBar2Size >> kUarPageShift); }
+
+    // --- seams for the fabric and the data path --------------------------
+    // Queue an asynchronous event on the EQ mapped for its type.
+    bool post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);
+    // A completion landed in `cqn`: raise the completion event if armed.
+    bool cq_completion(uint32_t cqn);
+    // The physical link of a port came up or went down (fabric seam).
+    void set_port_link(unsigned port, bool up);
+    // Logical port state change (SM seam); emits PORT_CHANGE events.
+    void set_port_state(unsigned port, PortState s);
+
+    // --- introspection (tests, debugging) --------------------------------
+    FwState fw_state() const { return state_; }
+    const HcaLayout& layout() const { return layout_; }
+    const Icm& icm() const { return icm_; }
+    const Eq* find_eq(uint32_t eqn) const;
+    const Cq* find_cq(uint32_t cqn) const;
+    const Qp* find_qp(uint32_t qpn) const;
+    const Mpt* find_mpt(uint32_t index) const;
+    const Srq* find_srq(uint32_t srqn) const;
+    std::span<const Port> ports() const { return {ports_.data(), num_ports_}; }
+    uint64_t intx_cause() const { return intx_cause_; }
+    bool intx_level() const { return intx_level_; }
+    const DoorbellStats& doorbells() const { return db_; }
+    uint64_t commands_executed() const { return commands_; }
+    // Translate (lkey, va) to guest-physical through MPT/MTT; used for EQ
+    // and CQ buffers and later the data path.
+    bool tpt_access(uint32_t lkey, uint32_t pd, uint64_t va, void* buf, size_t len, bool write);
+
+    const std::string& name() const { return cfg_.name; }
+
+private:
+    using Handler = Status (Core::*)(Cmd&);
+    struct CommandDesc {
+        uint16_t opcode;
+        const char* name;
+        Handler handler;
+        uint8_t states;  // bit per FwState
+    };
+    static const CommandDesc kCommands[];
+    static const CommandDesc* find_command(uint16_t opcode);
+
+    void execute();
+    Status fail(Cmd& c, Status s, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+
+    // Mailbox helpers: false (and a guest error) on a DMA fault.
+    bool read_box(Cmd& c, uint64_t gpa, std::span<uint8_t> dst);
+    bool write_box(Cmd& c, uint64_t gpa, std::span<const uint8_t> src);
+
+    // fw_init.cc
+    Status cmd_query_fw(Cmd&);
+    Status cmd_enable_lam(Cmd&);
+    Status cmd_disable_lam(Cmd&);
+    Status cmd_sys_en(Cmd&);
+    Status cmd_map_fa(Cmd&);
+    Status cmd_unmap_fa(Cmd&);
+    Status cmd_run_fw(Cmd&);
+    Status cmd_query_dev_lim(Cmd&);
+    Status cmd_query_adapter(Cmd&);
+    Status cmd_set_icm_size(Cmd&);
+    Status cmd_map_icm_aux(Cmd&);
+    Status cmd_unmap_icm_aux(Cmd&);
+    Status cmd_map_icm(Cmd&);
+    Status cmd_unmap_icm(Cmd&);
+    Status cmd_init_hca(Cmd&);
+    Status cmd_close_hca(Cmd&);
+    Status cmd_init_ib(Cmd&);
+    Status cmd_close_ib(Cmd&);
+    Status cmd_set_ib(Cmd&);
+    Status cmd_mad_ifc(Cmd&);
+    Status cmd_nop(Cmd&);
+    Status cmd_sync_tpt(Cmd&);
+    Status map_chunks(Cmd& c, bool need_virt, std::vector<IcmChunk>* out);
+
+    // fw_objects.cc
+    Status cmd_sw2hw_eq(Cmd&);
+    Status cmd_hw2sw_eq(Cmd&);
+    Status cmd_query_eq(Cmd&);
+    Status cmd_map_eq(Cmd&);
+    Status cmd_sw2hw_cq(Cmd&);
+    Status cmd_hw2sw_cq(Cmd&);
+    Status cmd_query_cq(Cmd&);
+    Status cmd_resize_cq(Cmd&);
+    Status cmd_sw2hw_srq(Cmd&);
+    Status cmd_hw2sw_srq(Cmd&);
+    Status cmd_query_srq(Cmd&);
+    Status cmd_arm_srq(Cmd&);
+    Status cmd_sw2hw_mpt(Cmd&);
+    Status cmd_hw2sw_mpt(Cmd&);
+    Status cmd_query_mpt(Cmd&);
+    Status cmd_write_mtt(Cmd&);
+    Status cmd_read_mgm(Cmd&);
+    Status cmd_write_mgm(Cmd&);
+    Status cmd_mgid_hash(Cmd&);
+    void encode_eq(const Eq& e, std::span<uint8_t> out) const;
+    void encode_cq(const Cq& q, std::span<uint8_t> out) const;
+    // Context slot of object `index` in table at `base` with `entry` bytes;
+    // false if that ICM is not mapped.
+    bool context_mapped(uint64_t base, uint32_t index, unsigned entry) const;
+
+    // fw_qp.cc
+    Status cmd_modify_qp(Cmd&);
+    Status cmd_query_qp(Cmd&);
+    Status cmd_conf_special_qp(Cmd&);
+    SpecialQp special_kind(uint32_t qpn, uint8_t* port) const;
+
+    // events.cc
+    bool write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);
+    void fire(Eq& eq);
+    void update_intx();
+    void complete_event(const Cmd& c, Status s);
+
+    MthcaConfig cfg_;
+    GuestMemory& mem_;
+    InterruptSink& irq_;
+    const ConfigSpace& cfgspace_;
+    unsigned num_ports_;
+
+    FwState state_ = FwState::Off;
+    std::array<uint32_t, 7> hcr_{};
+    uint64_t commands_ = 0;
+
+    Icm icm_;
+    PhysArea fa_, aux_;
+    uint64_t aux_needed_ = 0;  // pages, from SET_ICM_SIZE
+    bool icm_size_set_ = false;
+    HcaLayout layout_;
+
+    std::map<uint32_t, Eq> eqs_;  // by eqn
+    std::array<int, 64> event_eq_{};  // event type -> eqn, -1 = unmapped
+    std::map<uint32_t, Cq> cqs_;    // by index (cqn & (num_cqs - 1))
+    std::map<uint32_t, Srq> srqs_;  // by index
+    std::map<uint32_t, Mpt> mpts_;  // by index
+    std::map<uint32_t, Qp> qps_;    // by index; absent = RESET
+    std::array<uint32_t, 4> special_base_{};  // by CONF_SPECIAL_QP op_mod; 0 = none
+
+    uint64_t intx_cause_ = 0;
+    bool intx_level_ = false;
+
+    std::array<Port, 2> ports_;
+    NodeIdentity node_;
+    Sma sma_;
+    DoorbellStats db_;
+    std::map<uint32_t, uint32_t> db_hi_latch_;  // (uar << 12 | offset) -> hi dword
+    friend class Hca;
+};
+
+}  // namespace ibemu::mthca

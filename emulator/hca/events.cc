@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Event queues and interrupts of the mem-free HCA, and the doorbells that
+// drive them.
+//
+// An EQE is 32 bytes: type in byte 1, subtype in byte 3, 24 bytes of event
+// data from byte 4, and the owner bit in byte 31 (mthca_eq.c). The driver
+// marks every free entry HW-owned (0x80); the HCA writes entries SW-owned
+// (0). An EQ fires its interrupt when it is armed and gets an entry, or is
+// armed while it holds entries the driver has not consumed yet.
+//
+// Interrupt routing follows the EQ's "intr" field: with MSI-X enabled the
+// driver programs 128 + vector; otherwise it programs the INTA pin
+// number from QUERY_ADAPTER, which becomes a bit in the 64-bit interrupt
+// cause register that CLR_INT clears (mthca_arbel_interrupt()).
+#include <cstring>
+
+#include "common/log.h"
+#include "hca/core.h"
+#include "hca/regs.h"
+#include "hca/wire.h"
+
+namespace ibemu::mthca {
+namespace {
+
+constexpr uint8_t kMsixIntrBase = 128;
+constexpr size_t kEqeEvent = 4;
+constexpr size_t kEqeOwner = 31;
+
+// Command completion event data (offsets within the 24 event bytes).
+constexpr Field kCmdToken{2, 2, 0, 16};
+constexpr Field kCmdStatus{11, 1, 0, 8};
+constexpr Field kCmdOutParam{12, 8, 0, 64};
+
+// Arbel CQ doorbell commands (mthca_cq.c): hi dword bits 27:24.
+constexpr uint32_t kCqDbReqNotSol = 1, kCqDbReqNot = 2, kCqDbReqNotMult = 3;
+
+}  // namespace
+
+bool Core::write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24)
+{
+    auto it = eqs_.find(eqn);
+    if (it == eqs_.end()) {
+        IBEMU_GUEST_ERROR(cfg_.name, "event 0x%02x for EQ %u, which is not owned by HW: dropped", type, eqn);
+        return false;
+    }
+    Eq& eq = it->second;
+    uint32_t nent = 1u << eq.log_size;
+    if (eq.producer - eq.consumer >= nent) {
+        if (!eq.overflow)
+            IBEMU_GUEST_ERROR(cfg_.name, "EQ %u overflow (producer %u consumer %u): event 0x%02x dropped", eqn,
+                              eq.producer, eq.consumer, type);
+        eq.overflow = true;
+        return false;
+    }
+    std::array<uint8_t, eqc::kEntrySize> eqe{};
+    eqe[1] = type;
+    eqe[3] = subtype;
+    std::memcpy(eqe.data() + kEqeEvent, payload24.data(), payload24.size() < 24 ? payload24.size() : 24);
+    eqe[kEqeOwner] = 0;  // software owns it now
+    uint64_t va = eq.start + uint64_t(eq.producer & (nent - 1)) * eqc::kEntrySize;
+    if (!tpt_access(eq.lkey, eq.pd, va, eqe.data(), eqe.size(), true)) {
+        IBEMU_GUEST_ERROR(cfg_.name, "EQ %u: cannot write EQE at va 0x%llx (lkey 0x%08x): dropped", eqn,
+                          (unsigned long long)va, eq.lkey);
+        return false;
+    }
+    ++eq.producer;
+    ++eq.events;
+    IBEMU_DEBUG(cfg_.name, "EQE type 0x%02x/%u on EQ %u slot %u%s", type, subtype, eqn, (eq.producer - 1) & (nent - 1),
+                eq.armed ? " (fires)" : "");
+    if (eq.armed)
+        fire(eq);
+    return true;
+}
+
+void Core::fire(Eq& eq)
+{
+    eq.armed = false;
+    if (cfgspace_.msix_enabled()) {
+        if (eq.intr >= kMsixIntrBase && eq.intr - kMsixIntrBase < kMsixVectors) {
+            irq_.msix(eq.intr - kMsixIntrBase);
+        } else {
+            IBEMU_GUEST_ERROR(cfg_.name, "EQ %u intr %u is not an MSI-X vector while MSI-X is on", eq.eqn, eq.intr);
+        }
+        return;
+    }
+    intx_cause_ |= uint64_t(1) << (eq.intr & 63);
+    update_intx();
+}
+
+void Core::update_intx()
+{
+    bool level = intx_cause_ && !cfgspace_.msix_enabled() && !cfgspace_.intx_disabled();
+    if (level != intx_level_) {
+        intx_level_ = level;
+        irq_.intx(level);
+    }
+}
+
+void Core::interrupt_mode_changed() { update_intx(); }
+
+void Core::complete_event(const Cmd& c, Status s)
+{
+    std::array<uint8_t, 24> ev{};
+    kCmdToken.set(ev, c.token);
+    kCmdStatus.set(ev, uint8_t(s));
+    kCmdOutParam.set(ev, c.has_imm ? c.out_imm : 0);
+    int eqn = event_eq_[ev::kCmd];
+    if (eqn < 0) {
+        IBEMU_GUEST_ERROR(cfg_.name, "event-mode command 0x%03x but no EQ is mapped for command events",
+                          c.opcode);
+        return;
+    }
+    write_eqe(uint32_t(eqn), ev::kCmd, 0, ev);
+}
+
+void Core::eq_arm(uint64_t eq_mask)
+{
+    for (unsigned n = 0; n < kMaxEqs; ++n) {
+        if (!(eq_mask & (uint64_t(1) << n)))
+            continue;
+        auto it = eqs_.find(n);
+        if (it == eqs_.end()) {
+            IBEMU_DEBUG(cfg_.name, "arm of EQ %u, which is not owned by HW", n);
+            continue;
+        }
+        Eq& eq = it->second;
+        eq.armed = true;
+        if (eq.producer != eq.consumer)
+            fire(eq);
+    }
+}
+
+void Core::eq_set_ci(unsigned eqn, uint32_t ci)
+{
+    auto it = eqs_.find(eqn);
+    if (it == eqs_.end()) {
+        IBEMU_GUEST_ERROR(cfg_.name, "set CI of EQ %u, which is not owned by HW", eqn);
+        return;
+    }
+    Eq& eq = it->second;
+    if (ci - eq.consumer > eq.producer - eq.consumer) {
+        IBEMU_GUEST_ERROR(cfg_.name, "EQ %u consumer index %u beyond producer %u", eqn, ci, eq.producer);
+        return;
+    }
+    eq.consumer = ci;
+    if (eq.producer - eq.consumer < (1u << eq.log_size))
+        eq.overflow = false;
+}
+
+void Core::clr_int(uint64_t mask)
+{
+    intx_cause_ &= ~mask;
+    update_intx();
+}
+
+bool Core::post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24)
+{
+    if (type >= 64 || state_ != FwState::HcaUp)
+        return false;
+    int eqn = event_eq_[type];
+    if (eqn < 0) {
+        IBEMU_DEBUG(cfg_.name, "event 0x%02x not mapped to any EQ: dropped", type);
+        return false;
+    }
+    return write_eqe(uint32_t(eqn), type, subtype, payload24);
+}
+
+bool Core::cq_completion(uint32_t cqn)
+{
+    if (state_ != FwState::HcaUp)
+        return false;
+    auto it = cqs_.find(cqn & ((1u << layout_.log_cqs) - 1));
+    if (it == cqs_.end() || it->second.cqn != cqn)
+        return false;
+    Cq& q = it->second;
+    if (q.arm == CqArm::Disarmed)
+        return false;
+    q.arm = CqArm::Disarmed;
+    std::array<uint8_t, 24> ev{};
+    put32(ev, 0, cqn);
+    return write_eqe(q.comp_eqn, ev::kComp, 0, ev);
+}
+
+void Core::set_port_link(unsigned port, bool up)
+{
+    if (port < 1 || port > num_ports_)
+        return;
+    Port& p = ports_[port - 1];
+    if (up) {
+        p.phys = PhysState::LinkUp;
+        if (p.state == PortState::Down)
+            p.state = PortState::Init;  // waits for the SM (IBA 14.2.5.6)
+    } else {
+        p.phys = p.ib_open ? PhysState::Polling : PhysState::Disabled;
+        set_port_state(port, PortState::Down);
+    }
+}
+
+void Core::set_port_state(unsigned port, PortState s)
+{
+    if (port < 1 || port > num_ports_)
+        return;
+    Port& p = ports_[port - 1];
+    PortState old = p.state;
+    p.state = s;
+    // The driver hears about entering and leaving ACTIVE (mthca_eq.c,
+    // port_change(): subtype 4 = active).
+    if ((old == PortState::Active) != (s == PortState::Active)) {
+        std::array<uint8_t, 24> ev{};
+        put32(ev, 8, uint32_t(port) << 28);
+        post_async_event(ev::kPortChange, s == PortState::Active ? ev::kPortActive : ev::kPortDown, ev);
+    }
+}
+
+void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
+{
+    db_.last_hi = hi;
+    db_.last_lo = lo;
+    if (state_ != FwState::HcaUp || uar >= (1u << layout_.log_uars)) {
+        ++db_.bogus;
+        IBEMU_GUEST_ERROR(cfg_.name, "doorbell on UAR %u +0x%x (%08x %08x) while no such UAR is active", uar, offset,
+                          hi, lo);
+        return;
+    }
+    switch (offset) {
+    case kUarCqDoorbell: {
+        uint32_t cmd = (hi >> 24) & 0xf;
+        uint32_t cqn = hi & 0xffffff;
+        auto it = cqs_.find(cqn & ((1u << layout_.log_cqs) - 1));
+        if (it == cqs_.end() || it->second.cqn != cqn) {
+            ++db_.bogus;
+            IBEMU_GUEST_ERROR(cfg_.name, "CQ doorbell for CQ 0x%x, which is not owned by HW", cqn);
+            return;
+        }
+        Cq& q = it->second;
+        if (cmd == kCqDbReqNot || cmd == kCqDbReqNotMult) {
+            q.arm = CqArm::NextCompletion;
+        } else if (cmd == kCqDbReqNotSol) {
+            q.arm = CqArm::NextSolicited;
+        } else {
+            ++db_.cq_other;
+            IBEMU_DEBUG(cfg_.name, "CQ 0x%x doorbell command %u", cqn, cmd);
+            return;
+        }
+        q.arm_sn = hi >> 28;
+        ++db_.cq_arm;
+        // Arming a CQ that already holds unreported completions would
+        // fire here; with no data path the CQ is always empty.
+        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn,
+                    q.arm == CqArm::NextSolicited ? "solicited" : "next", lo);
+        return;
+    }
+    case kUarSendDoorbell: {
+        // lo = qpn << 8 | size of the first WQE (mthca_arbel_post_send).
+        uint32_t qpn = lo >> 8;
+        ++db_.send;
+        auto it = qps_.find(qpn & ((1u << layout_.log_qps) - 1));
+        if (it == qps_.end() || it->second.qpn != qpn) {
+            IBEMU_GUEST_ERROR(cfg_.name, "send doorbell for QP 0x%x, which is in RESET", qpn);
+            return;
+        }
+        ++it->second.send_doorbells;
+        // Data path seam: this is where send WQEs will be fetched and
+        // executed.
+        IBEMU_DEBUG(cfg_.name, "send doorbell QP 0x%x (%08x %08x): no data path yet", qpn, hi, lo);
+        return;
+    }
+    case kUarRecvDoorbell:
+        ++db_.recv;
+        IBEMU_DEBUG(cfg_.name, "receive doorbell (%08x %08x)", hi, lo);
+        return;
+    default:
+        ++db_.bogus;
+        IBEMU_GUEST_ERROR(cfg_.name, "write to UAR %u offset 0x%x (%08x %08x) is not a mem-free doorbell", uar, offset,
+                          hi, lo);
+        return;
+    }
+}
+
+}  // namespace ibemu::mthca

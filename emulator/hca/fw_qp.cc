@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The QP state machine driven by the MODIFY_QP command family, QUERY_QP
+// and CONF_SPECIAL_QP. A QP in RESET has no entry in the table.
+#include <cstdio>
+#include <cstring>
+
+#include "common/log.h"
+#include "hca/core.h"
+#include "hca/wire.h"
+
+namespace ibemu::mthca {
+
+const char* qp_state_name(QpState s)
+{
+    static const char* const names[] = {"RST", "INIT", "RTR", "RTS", "SQE", "SQD", "ERR"};
+    unsigned i = unsigned(s);
+    return i < 7 ? names[i] : "?";
+}
+
+namespace {
+
+constexpr uint8_t bit(QpState s) { return uint8_t(1u << unsigned(s)); }
+constexpr uint8_t kAnyState = 0x7f;
+
+// One transition command: the states it may start from and where it
+// leaves the QP (IBA 10.3.1; opcodes from mthca_cmd.c).
+struct Transition {
+    uint16_t opcode;
+    uint8_t from;
+    QpState to;
+    bool has_context;
+};
+
+constexpr Transition kTransitions[] = {
+    {op::kRst2Init, bit(QpState::Rst), QpState::Init, true},
+    {op::kInit2Init, bit(QpState::Init), QpState::Init, true},
+    {op::kInit2Rtr, bit(QpState::Init), QpState::Rtr, true},
+    {op::kRtr2Rts, bit(QpState::Rtr), QpState::Rts, true},
+    {op::kRts2Rts, bit(QpState::Rts), QpState::Rts, true},
+    {op::kSqerr2Rts, bit(QpState::Sqe), QpState::Rts, true},
+    {op::k2Err, kAnyState, QpState::Err, false},
+    {op::kRts2Sqd, bit(QpState::Rts), QpState::Sqd, false},
+    {op::kSqd2Sqd, bit(QpState::Sqd), QpState::Sqd, true},
+    {op::kSqd2Rts, bit(QpState::Sqd), QpState::Rts, true},
+    {op::kErr2Rst, kAnyState, QpState::Rst, false},
+};
+
+constexpr size_t kQpMailbox = qpc::kCtxOffset + qpc::kSize;
+
+bool valid_service(uint8_t st)
+{
+    return st == uint8_t(QpService::Rc) || st == uint8_t(QpService::Uc) || st == uint8_t(QpService::Ud) ||
+           st == uint8_t(QpService::Mlx);
+}
+
+}  // namespace
+
+SpecialQp Core::special_kind(uint32_t qpn, uint8_t* port) const
+{
+    for (unsigned kind = 0; kind < 2; ++kind) {
+        uint32_t base = special_base_[kind];
+        if (base && qpn >= base && qpn < base + num_ports_) {
+            *port = uint8_t(qpn - base + 1);
+            return kind == 0 ? SpecialQp::Smi : SpecialQp::Gsi;
+        }
+    }
+    return SpecialQp::None;
+}
+
+Status Core::cmd_modify_qp(Cmd& c)
+{
+    const Transition* t = nullptr;
+    for (const Transition& tr : kTransitions)
+        if (tr.opcode == c.opcode)
+            t = &tr;
+    if (!t)
+        return fail(c, Status::BadOp, "not a QP transition");
+    if (c.in_mod & (1u << 24))
+        return fail(c, Status::BadParam, "EE contexts are not supported");
+    uint32_t qpn = c.in_mod & 0xffffff;
+    uint32_t idx = qpn & ((1u << layout_.log_qps) - 1);
+    auto it = qps_.find(idx);
+    if (it != qps_.end() && it->second.qpn != qpn)
+        return fail(c, Status::BadResState, "QP slot %u is held by QP 0x%x", idx, it->second.qpn);
+    QpState cur = it == qps_.end() ? QpState::Rst : it->second.state;
+    if (!(t->from & bit(cur)))
+        return fail(c, Status::BadQpeeState, "QP 0x%x is in %s", qpn, qp_state_name(cur));
+    if (c.opcode == op::kErr2Rst && c.op_mod > 3)
+        return fail(c, Status::BadOp, "opcode modifier %u", c.op_mod);
+
+    if (t->to == QpState::Rst) {
+        // Opcode modifier 2: hand the last context back in the outbox.
+        if (c.op_mod == 2 && it != qps_.end()) {
+            std::array<uint8_t, kQpMailbox> out{};
+            std::memcpy(out.data() + qpc::kCtxOffset, it->second.ctx.data(), qpc::kSize);
+            qpc::kState.set(std::span<uint8_t>(out).subspan(qpc::kCtxOffset), uint8_t(QpState::Rst));
+            if (!write_box(c, c.out_param, out))
+                return Status::InternalErr;
+        }
+        if (it != qps_.end())
+            qps_.erase(it);
+        char buf[64];
+        snprintf(buf, sizeof buf, "QP 0x%x %s->RST", qpn, qp_state_name(cur));
+        c.note = buf;
+        return Status::Ok;
+    }
+
+    std::array<uint8_t, kQpMailbox> in{};
+    if (t->has_context && !read_box(c, c.in_param, in))
+        return Status::InternalErr;
+    std::span<const uint8_t> ctx(in.data() + qpc::kCtxOffset, qpc::kSize);
+
+    if (cur == QpState::Rst) {
+        // First transition: the QP gets its slot and context.
+        if (qps_.size() >= kMaxObjectsPerTable)
+            return fail(c, Status::ExceedLim, "too many QPs");
+        if (!context_mapped(layout_.qpc_base, idx, kQpcEntrySize))
+            return fail(c, Status::BadResource, "QP 0x%x context ICM not mapped", qpn);
+        if (t->opcode == op::k2Err) {
+            Qp q;
+            q.qpn = qpn;
+            q.state = QpState::Err;
+            q.special = special_kind(qpn, &q.port);
+            qps_[idx] = q;
+            char buf[64];
+            snprintf(buf, sizeof buf, "QP 0x%x RST->ERR", qpn);
+            c.note = buf;
+            return Status::Ok;
+        }
+        uint8_t st = uint8_t(qpc::kServiceType.get(ctx));
+        if (!valid_service(st))
+            return fail(c, Status::BadParam, "service type %u", st);
+        Qp q;
+        q.qpn = qpn;
+        q.service = st;
+        q.special = special_kind(qpn, &q.port);
+        if (q.special != SpecialQp::None && st != uint8_t(QpService::Mlx))
+            return fail(c, Status::BadParam, "special QP 0x%x must be MLX, not %u", qpn, st);
+        it = qps_.emplace(idx, q).first;
+    }
+
+    Qp& q = it->second;
+    if (t->has_context) {
+        unsigned port = unsigned(qpc::kPriPort.get(ctx));
+        if (port > num_ports_)
+            return fail(c, Status::BadParam, "port %u", port);
+        if (port && q.special == SpecialQp::None)
+            q.port = uint8_t(port);
+        if (uint32_t(qpc::kUsrPage.get(ctx)) >= num_uars())
+            return fail(c, Status::BadParam, "UAR %u", uint32_t(qpc::kUsrPage.get(ctx)));
+        std::memcpy(q.ctx.data(), ctx.data(), qpc::kSize);
+    }
+    QpState from = q.state;
+    q.state = t->to;
+    qpc::kState.set(q.ctx, uint8_t(t->to));
+    // Mirror the context into its ICM slot, as the firmware keeps it there.
+    icm_.write(layout_.qpc_base + uint64_t(idx) * kQpcEntrySize, q.ctx.data(), q.ctx.size());
+    char buf[96];
+    snprintf(buf, sizeof buf, "QP 0x%x %s->%s%s", qpn, qp_state_name(from), qp_state_name(t->to),
+             q.special == SpecialQp::Smi ? " (QP0)" : q.special == SpecialQp::Gsi ? " (QP1)" : "");
+    c.note = buf;
+    return Status::Ok;
+}
+
+Status Core::cmd_query_qp(Cmd& c)
+{
+    if (c.in_mod & (1u << 24))
+        return fail(c, Status::BadParam, "EE contexts are not supported");
+    uint32_t qpn = c.in_mod & 0xffffff;
+    std::array<uint8_t, kQpMailbox> out{};
+    auto it = qps_.find(qpn & ((1u << layout_.log_qps) - 1));
+    if (it != qps_.end() && it->second.qpn == qpn)
+        std::memcpy(out.data() + qpc::kCtxOffset, it->second.ctx.data(), qpc::kSize);
+    // A QP in RESET reads back as a zeroed context in state RST.
+    if (!write_box(c, c.out_param, out))
+        return Status::InternalErr;
+    return Status::Ok;
+}
+
+Status Core::cmd_conf_special_qp(Cmd& c)
+{
+    // Opcode modifier: 0 SMI (QP0), 1 GSI (QP1), 2 raw IPv6, 3 raw Ethertype.
+    if (c.op_mod > 3)
+        return fail(c, Status::BadParam, "special QP type %u", c.op_mod);
+    uint32_t base = c.in_mod & 0xffffff;
+    if (base && base + num_ports_ > (1u << layout_.log_qps))
+        return fail(c, Status::BadParam, "special QP base 0x%x beyond the QP table", base);
+    special_base_[c.op_mod] = base;
+    static const char* const kinds[] = {"SMI", "GSI", "raw IPv6", "raw Ethertype"};
+    char buf[64];
+    snprintf(buf, sizeof buf, base ? "%s at QP 0x%x" : "%s disabled", kinds[c.op_mod], base);
+    c.note = buf;
+    return Status::Ok;
+}
+
+}  // namespace ibemu::mthca

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// One IB port of the HCA: what its SMA reports in PortInfo, and the seam
+// through which a fabric will later move the link.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace ibemu::mthca {
+
+// IBA 14.2.5.6, PortInfo PortState / PortPhysicalState encodings.
+enum class PortState : uint8_t { NoChange = 0, Down = 1, Init = 2, Armed = 3, Active = 4 };
+enum class PhysState : uint8_t {
+    NoChange = 0,
+    Sleep = 1,
+    Polling = 2,
+    Disabled = 3,
+    Training = 4,
+    LinkUp = 5,
+    ErrorRecovery = 6,
+};
+const char* port_state_name(PortState s);
+const char* phys_state_name(PhysState s);
+
+inline constexpr unsigned kPkeyTableLen = 64;  // QUERY_DEV_LIM max_pkeys
+inline constexpr unsigned kGidTableLen = 32;   // QUERY_DEV_LIM max_gids
+
+// PortInfo CapabilityMask the firmware starts with (IBA 14.2.5.6 bits):
+// IsTrapSupported(3), IsAutomaticMigrationSupported(5), IsSLMappingSupported(6),
+// IsLEDInfoSupported(9), IsSystemImageGUIDSupported(11),
+// IsVendorClassSupported(20), IsCapabilityMaskNoticeSupported(22),
+// IsClientReregistrationSupported(25).
+inline constexpr uint32_t kDefaultPortCapMask = 0x02500a68;
+
+struct Port {
+    unsigned num = 1;
+    uint64_t guid = 0;
+
+    // INIT_IB / CLOSE_IB.
+    bool ib_open = false;
+    uint8_t mtu_cap = 4;     // 2048 bytes (IBA MTU encoding)
+    uint8_t vl_cap = 4;      // VL0-7
+    uint8_t width_cap = 3;   // 1x | 4x
+    uint16_t gid_cap = kGidTableLen;
+    uint16_t pkey_cap = kPkeyTableLen;
+
+    // Logical state as the SMA reports it.
+    PortState state = PortState::Down;
+    PhysState phys = PhysState::Polling;
+    uint16_t lid = 0;
+    uint16_t sm_lid = 0;
+    uint8_t lmc = 0;
+    uint8_t sm_sl = 0;
+    uint64_t mkey = 0;
+    uint64_t gid_prefix = 0xfe80000000000000ull;
+    uint32_t cap_mask = kDefaultPortCapMask;
+    uint8_t subnet_timeout = 0;
+    uint8_t neighbor_mtu = 4;
+    uint8_t operational_vls = 4;
+    uint8_t width_active = 2;  // 4x
+    uint8_t speed_active = 1;  // 2.5 Gb/s
+    uint16_t pkey_violations = 0;
+    uint16_t qkey_violations = 0;
+    std::array<uint16_t, kPkeyTableLen> pkeys{};
+
+    void power_on(unsigned n, uint64_t port_guid)
+    {
+        *this = Port{};
+        num = n;
+        guid = port_guid;
+        pkeys[0] = 0xffff;  // default full-membership partition
+    }
+};
+
+}  // namespace ibemu::mthca

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "hca/sma.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "hca/wire.h"
+
+namespace ibemu::mthca {
+
+const char* port_state_name(PortState s)
+{
+    static const char* const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE"};
+    unsigned i = unsigned(s);
+    return i < 5 ? names[i] : "?";
+}
+
+const char* phys_state_name(PhysState s)
+{
+    static const char* const names[] = {"NOP",      "SLEEP",  "POLLING",  "DISABLED",
+                                        "TRAINING", "LINKUP", "ERR_RECOVERY"};
+    unsigned i = unsigned(s);
+    return i < 7 ? names[i] : "?";
+}
+
+namespace {
+
+// NodeInfo (IBA 14.2.5.3), offsets within the SMP data.
+namespace nodeinfo {
+constexpr Field kBaseVersion{0, 1, 0, 8};
+constexpr Field kClassVersion{1, 1, 0, 8};
+constexpr Field kNodeType{2, 1, 0, 8};
+constexpr Field kNumPorts{3, 1, 0, 8};
+constexpr Field kSysImageGuid{4, 8, 0, 64};
+constexpr Field kNodeGuid{12, 8, 0, 64};
+constexpr Field kPortGuid{20, 8, 0, 64};
+constexpr Field kPartitionCap{28, 2, 0, 16};
+constexpr Field kDeviceId{30, 2, 0, 16};
+constexpr Field kRevision{32, 4, 0, 32};
+constexpr Field kLocalPortNum{36, 4, 24, 8};
+constexpr Field kVendorId{36, 4, 0, 24};
+constexpr uint8_t kNodeTypeCa = 1;
+}  // namespace nodeinfo
+
+// PortInfo (IBA 14.2.5.6), offsets within the SMP data.
+namespace portinfo {
+constexpr Field kMkey{0, 8, 0, 64};
+constexpr Field kGidPrefix{8, 8, 0, 64};
+constexpr Field kLid{16, 2, 0, 16};
+constexpr Field kMasterSmLid{18, 2, 0, 16};
+constexpr Field kCapMask{20, 4, 0, 32};
+constexpr Field kDiagCode{24, 2, 0, 16};
+constexpr Field kMkeyLease{26, 2, 0, 16};
+constexpr Field kLocalPortNum{28, 1, 0, 8};
+constexpr Field kWidthEnabled{29, 1, 0, 8};
+constexpr Field kWidthSupported{30, 1, 0, 8};
+constexpr Field kWidthActive{31, 1, 0, 8};
+constexpr Field kSpeedSupported{32, 1, 4, 4};
+constexpr Field kPortState{32, 1, 0, 4};
+constexpr Field kPhysState{33, 1, 4, 4};
+constexpr Field kDownDefault{33, 1, 0, 4};
+constexpr Field kMkeyProtect{34, 1, 6, 2};
+constexpr Field kLmc{34, 1, 0, 3};
+constexpr Field kSpeedActive{35, 1, 4, 4};
+constexpr Field kSpeedEnabled{35, 1, 0, 4};
+constexpr Field kNeighborMtu{36, 1, 4, 4};
+constexpr Field kMasterSmSl{36, 1, 0, 4};
+constexpr Field kVlCap{37, 1, 4, 4};
+constexpr Field kInitType{37, 1, 0, 4};
+constexpr Field kVlHighLimit{38, 1, 0, 8};
+constexpr Field kVlArbHighCap{39, 1, 0, 8};
+constexpr Field kVlArbLowCap{40, 1, 0, 8};
+constexpr Field kInitTypeReply{41, 1, 4, 4};
+constexpr Field kMtuCap{41, 1, 0, 4};
+constexpr Field kVlStallCount{42, 1, 5, 3};
+constexpr Field kHoqLife{42, 1, 0, 5};
+constexpr Field kOperationalVls{43, 1, 4, 4};
+constexpr Field kPartEnforce{43, 1, 0, 4};
+constexpr Field kMkeyViolations{44, 2, 0, 16};
+constexpr Field kPkeyViolations{46, 2, 0, 16};
+constexpr Field kQkeyViolations{48, 2, 0, 16};
+constexpr Field kGuidCap{50, 1, 0, 8};
+constexpr Field kClientRereg{51, 1, 7, 1};
+constexpr Field kSubnetTimeout{51, 1, 0, 5};
+constexpr Field kRespTime{52, 1, 0, 5};
+constexpr Field kLocalPhyErrors{53, 1, 4, 4};
+constexpr Field kOverrunErrors{53, 1, 0, 4};
+}  // namespace portinfo
+
+// PortCounters (IBA 16.1.3.5), offsets within the PMA data.
+namespace portcounters {
+constexpr Field kPortSelect{1, 1, 0, 8};
+constexpr Field kCounterSelect{2, 2, 0, 16};
+}  // namespace portcounters
+
+void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t> d)
+{
+    (void)num_ports_unused;
+    using namespace portinfo;
+    const FieldValue table[] = {
+        {kMkey, p.mkey},
+        {kGidPrefix, p.gid_prefix},
+        {kLid, p.lid},
+        {kMasterSmLid, p.sm_lid},
+        {kCapMask, p.cap_mask},
+        {kDiagCode, 0},
+        {kMkeyLease, 0},
+        {kLocalPortNum, p.num},
+        {kWidthEnabled, p.width_cap},
+        {kWidthSupported, p.width_cap},
+        {kWidthActive, p.width_active},
+        {kSpeedSupported, 1},  // 2.5 Gb/s (SDR)
+        {kPortState, uint64_t(p.state)},
+        {kPhysState, uint64_t(p.phys)},
+        {kDownDefault, uint64_t(PhysState::Polling)},
+        {kMkeyProtect, 0},
+        {kLmc, p.lmc},
+        {kSpeedActive, p.speed_active},
+        {kSpeedEnabled, 1},
+        {kNeighborMtu, p.neighbor_mtu},
+        {kMasterSmSl, p.sm_sl},
+        {kVlCap, p.vl_cap},
+        {kInitType, 0},
+        {kVlHighLimit, 0},
+        {kVlArbHighCap, 8},
+        {kVlArbLowCap, 8},
+        {kInitTypeReply, 0},
+        {kMtuCap, p.mtu_cap},
+        {kVlStallCount, 0},
+        {kHoqLife, 0},
+        {kOperationalVls, p.operational_vls},
+        {kPartEnforce, 0},
+        {kMkeyViolations, 0},
+        {kPkeyViolations, p.pkey_violations},
+        {kQkeyViolations, p.qkey_violations},
+        {kGuidCap, p.gid_cap},
+        {kClientRereg, 0},
+        {kSubnetTimeout, p.subnet_timeout},
+        {kRespTime, 16},
+        {kLocalPhyErrors, 0},
+        {kOverrunErrors, 0},
+    };
+    fill(d, table);
+}
+
+}  // namespace
+
+uint16_t Sma::smp_get(const NodeIdentity& node, std::span<Port> ports, Port& p, uint16_t attr, uint32_t mod,
+                      std::span<uint8_t> d)
+{
+    switch (attr) {
+    case mad::kAttrNodeDesc: {
+        size_t n = node.description.size() < 64 ? node.description.size() : 64;
+        std::memcpy(d.data(), node.description.data(), n);
+        return 0;
+    }
+    case mad::kAttrNodeInfo: {
+        using namespace nodeinfo;
+        const FieldValue table[] = {
+            {kBaseVersion, 1},
+            {kClassVersion, 1},
+            {kNodeType, kNodeTypeCa},
+            {kNumPorts, ports.size()},
+            {kSysImageGuid, node.sys_image_guid},
+            {kNodeGuid, node.node_guid},
+            {kPortGuid, p.guid},
+            {kPartitionCap, node.partition_cap},
+            {kDeviceId, node.device_id},
+            {kRevision, node.revision},
+            {kLocalPortNum, p.num},
+            {kVendorId, node.vendor_id},
+        };
+        fill(d, table);
+        return 0;
+    }
+    case mad::kAttrPortInfo: {
+        // The attribute modifier names the port; 0 means "the port the
+        // SMP arrived on" (IBA 14.2.5.6).
+        Port* target = &p;
+        if (mod != 0) {
+            if (mod > ports.size())
+                return mad::kStatusInvalidField;
+            target = &ports[mod - 1];
+        }
+        fill_port_info(*target, ports.size(), d);
+        return 0;
+    }
+    case mad::kAttrPkeyTable: {
+        // 32 P_Keys per block (IBA 14.2.5.7).
+        uint32_t block = mod & 0xffff;
+        if (block >= kPkeyTableLen / 32)
+            return mad::kStatusInvalidField;
+        for (unsigned i = 0; i < 32; ++i)
+            put16(d, i * 2, p.pkeys[block * 32 + i]);
+        return 0;
+    }
+    case mad::kAttrGuidInfo: {
+        // 8 GUIDs per block (IBA 14.2.5.5); only index 0 is assigned.
+        if (mod >= kGidTableLen / 8)
+            return mad::kStatusInvalidField;
+        if (mod == 0)
+            put64(d, 0, p.guid);
+        return 0;
+    }
+    case mad::kAttrSlToVl:
+        // All SLs on VL0 until an SM programs the table (IBA 14.2.5.8).
+        return 0;
+    case mad::kAttrVlArb:
+        // Blocks 1..4 (IBA 14.2.5.9); empty tables.
+        if (((mod >> 16) & 0xffff) < 1 || ((mod >> 16) & 0xffff) > 4)
+            return mad::kStatusInvalidField;
+        return 0;
+    default:
+        return mad::kStatusUnsupMethodAttr;
+    }
+}
+
+uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, uint16_t attr, uint32_t mod,
+                      std::span<const uint8_t> in, std::span<uint8_t> d)
+{
+    switch (attr) {
+    case mad::kAttrPortInfo: {
+        // Seam for the SM: take the fields a subnet manager assigns.
+        using namespace portinfo;
+        Port* target = &p;
+        if (mod != 0) {
+            if (mod > ports.size())
+                return mad::kStatusInvalidField;
+            target = &ports[mod - 1];
+        }
+        Port& t = *target;
+        t.mkey = kMkey.get(in);
+        t.gid_prefix = kGidPrefix.get(in);
+        t.lid = uint16_t(kLid.get(in));
+        t.sm_lid = uint16_t(kMasterSmLid.get(in));
+        t.lmc = uint8_t(kLmc.get(in));
+        t.sm_sl = uint8_t(kMasterSmSl.get(in));
+        t.subnet_timeout = uint8_t(kSubnetTimeout.get(in));
+        if (uint8_t n = uint8_t(kNeighborMtu.get(in)); n >= 1 && n <= t.mtu_cap)
+            t.neighbor_mtu = n;
+        if (uint8_t v = uint8_t(kOperationalVls.get(in)); v >= 1 && v <= t.vl_cap)
+            t.operational_vls = v;
+        // Logical state moves only with a trained link (IBA 14.2.5.6).
+        auto ns = PortState(kPortState.get(in));
+        if (ns == PortState::Down) {
+            t.state = PortState::Down;
+        } else if (ns != PortState::NoChange && t.phys == PhysState::LinkUp) {
+            t.state = ns;
+        }
+        return smp_get(node, ports, p, attr, mod, d);
+    }
+    case mad::kAttrPkeyTable: {
+        uint32_t block = mod & 0xffff;
+        if (block >= kPkeyTableLen / 32)
+            return mad::kStatusInvalidField;
+        for (unsigned i = 0; i < 32; ++i)
+            p.pkeys[block * 32 + i] = get16(in, i * 2);
+        return smp_get(node, ports, p, attr, mod, d);
+    }
+    case mad::kAttrNodeInfo:
+    case mad::kAttrNodeDesc:
+    case mad::kAttrGuidInfo:
+    case mad::kAttrSlToVl:
+    case mad::kAttrVlArb:
+        // Accepted and ignored: answer with the current contents.
+        return smp_get(node, ports, p, attr, mod, d);
+    default:
+        return mad::kStatusUnsupMethodAttr;
+    }
+}
+
+uint16_t Sma::pma(Port& p, uint8_t method, uint16_t attr, std::span<const uint8_t> in, std::span<uint8_t> d)
+{
+    (void)p;
+    switch (attr) {
+    case mad::kAttrClassPortInfo:
+        // BaseVersion 1, ClassVersion 1, no optional capabilities
+        // (IBA 13.4.8.1).
+        put8(d, 0, 1);
+        put8(d, 1, 1);
+        return method == mad::kMethodGet ? 0 : mad::kStatusUnsupMethodAttr;
+    case mad::kAttrPortCounters:
+    case mad::kAttrPortCountersExt:
+        // No data path yet: every counter reads zero. Echo PortSelect
+        // (and CounterSelect) as the PMA does.
+        portcounters::kPortSelect.set(d, portcounters::kPortSelect.get(in));
+        if (attr == mad::kAttrPortCounters)
+            portcounters::kCounterSelect.set(d, portcounters::kCounterSelect.get(in));
+        return 0;
+    default:
+        return mad::kStatusUnsupMethodAttr;
+    }
+}
+
+Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned port, std::span<const uint8_t> in,
+                    std::span<uint8_t> out, std::string* log)
+{
+    char buf[128];
+    uint8_t base_version = get8(in, mad::kBaseVersion);
+    uint8_t mclass = get8(in, mad::kMgmtClass);
+    uint8_t class_version = get8(in, mad::kClassVersion);
+    uint8_t method = get8(in, mad::kMethod);
+    uint16_t attr = get16(in, mad::kAttrId);
+    uint32_t mod = get32(in, mad::kAttrMod);
+    snprintf(buf, sizeof buf, "class 0x%02x method 0x%02x attr 0x%04x mod 0x%x", mclass, method, attr, mod);
+    *log = buf;
+
+    bool smp = mclass == mad::kClassSubnLid || mclass == mad::kClassSubnDirected;
+    bool perf = mclass == mad::kClassPerf;
+    if (!smp && !perf)
+        return Status::BadPkt;  // no agent for that class in firmware
+
+    // Trap represses are consumed without a reply.
+    if (smp && method == mad::kMethodTrapRepress) {
+        std::memcpy(out.data(), in.data(), mad::kSize);
+        return Status::Ok;
+    }
+
+    std::memcpy(out.data(), in.data(), mad::kSize);
+    std::span<uint8_t> data = out.subspan(smp ? mad::kSmpData : mad::kGmpData, smp ? 64 : 192);
+    std::span<const uint8_t> in_data = in.subspan(smp ? mad::kSmpData : mad::kGmpData, smp ? 64 : 192);
+    std::memset(data.data(), 0, data.size());
+    put8(out, mad::kMethod, mad::kMethodGetResp);
+
+    uint16_t mstatus = 0;
+    Port& p = ports[port - 1];
+    if (base_version != 1 || class_version != 1) {
+        mstatus = mad::kStatusBadVersion;
+    } else if (method != mad::kMethodGet && method != mad::kMethodSet) {
+        mstatus = mad::kStatusUnsupMethod;
+    } else if (smp) {
+        mstatus = method == mad::kMethodGet ? smp_get(node, ports, p, attr, mod, data)
+                                            : smp_set(node, ports, p, attr, mod, in_data, data);
+    } else {
+        mstatus = pma(p, method, attr, in_data, data);
+    }
+    // The directed-route D bit lives in the top of the status word; keep it
+    // as it came, the driver sets it on the way back.
+    uint16_t st = get16(in, mad::kStatus) & 0x8000;
+    put16(out, mad::kStatus, uint16_t(st | mstatus));
+    if (mstatus)
+        std::memset(data.data(), 0, data.size());
+    return Status::Ok;
+}
+
+}  // namespace ibemu::mthca
