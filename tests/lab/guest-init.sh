@@ -1,0 +1,86 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# iblab guest init (runs from the lab-built initramfs as PID 1).
+# Loads the virtio/9p/overlay modules, mounts the host root read-only over
+# 9p, puts tmpfs/overlays on the writable places, then switch_roots and
+# execs the agent. Parameters come from the kernel command line:
+#   iblab.name=NAME        hostname and agent name
+#   iblab.mode=upstream|ours
+#                          ours: copy the modules of the 9p share "iblabmods"
+#                          into /lib/modules/$KVER/updates and run depmod
+#   iblab.share=TAG:PATH,...  more read-only 9p shares, mounted at PATH
+# Output goes to the console (serial log) and to the kernel log.
+export PATH=/bin
+/bin/busybox --install -s /bin
+busybox mount -t proc proc /proc
+busybox mount -t sysfs sysfs /sys
+busybox mount -t devtmpfs devtmpfs /dev
+
+say() { echo "iblab-init: $*" > /dev/kmsg; }
+die() {
+	echo "iblab-init: FATAL: $*" > /dev/console
+	poweroff -f
+	sleep 10
+}
+
+name=guest; mode=upstream; shares=
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	iblab.name=*) name=${arg#iblab.name=} ;;
+	iblab.mode=*) mode=${arg#iblab.mode=} ;;
+	iblab.share=*) shares=${arg#iblab.share=} ;;
+	esac
+done
+kver=$(uname -r)
+
+for m in $(cat /modules.order); do
+	insmod "/modules/$m" || die "insmod $m failed"
+done
+
+R=/newroot
+mkdir -p $R
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot $R || die "cannot mount the host root"
+mount -t tmpfs -o mode=0755 tmpfs $R/run || die "tmpfs /run"
+mount -t tmpfs -o mode=1777 tmpfs $R/tmp || die "tmpfs /tmp"
+O=$R/run/iblab/ovl
+for d in etc var root lib/modules/$kver; do
+	t=$(echo "$d" | tr / _)
+	mkdir -p $O/$t/upper $O/$t/work
+	mount -t overlay -o "lowerdir=$R/$d,upperdir=$O/$t/upper,workdir=$O/$t/work" overlay "$R/$d" || die "overlay on /$d"
+done
+mount --move /proc $R/proc
+mount --move /sys $R/sys
+mount --move /dev $R/dev
+mkdir -p $R/dev/pts $R/dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts $R/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs $R/dev/shm
+mount -t debugfs debugfs $R/sys/kernel/debug 2>/dev/null
+
+IFS=,
+for s in $shares; do
+	tag=${s%%:*}; path=${s#*:}
+	mkdir -p "$R$path"
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 "$tag" "$R$path" || die "cannot mount share $tag on $path"
+done
+unset IFS
+
+if [ "$mode" = ours ]; then
+	M=$R/run/iblab/modules
+	mkdir -p $M $R/lib/modules/$kver/updates
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 iblabmods $M || die "mode=ours without the iblabmods share"
+	n=0
+	for ko in $(cd $M && find . -name '*.ko'); do
+		mkdir -p "$R/lib/modules/$kver/updates/${ko%/*}"
+		cp "$M/$ko" "$R/lib/modules/$kver/updates/$ko" || die "copying $ko"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || die "no .ko files in the modules directory"
+	chroot $R /sbin/depmod -a $kver || die "depmod failed"
+	say "installed $n of our modules in /lib/modules/$kver/updates"
+fi
+
+hostname "$name"
+echo "$name" > $R/etc/hostname
+cp /iblab-agent $R/run/iblab/iblab-agent
+say "switching root ($mode stack)"
+exec switch_root $R /run/iblab/iblab-agent --name "$name" --mode "$mode"

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+// The VM lab: one fabric emulator process plus N QEMU guests, each running
+// the upstream Debian IB stack or ours, with an agent that runs commands.
+//
+//   iblab::LabOptions o;
+//   o.guests = {{"vm0", iblab::Stack::Upstream}};
+//   iblab::Lab lab(o);
+//   lab.start();                                   // boots, waits for agents
+//   auto r = lab.guest("vm0").exec("lspci -nn", std::chrono::seconds(30));
+//   // r.status, r.output
+//   auto report = lab.shutdown();                  // dmesg check + teardown
+//   // report.ok(), report.problems
+//
+// Every guest gets a directory <run_dir>/<name>/ holding console.log,
+// qemu.log, dmesg.txt and boot_time.txt; the emulator logs to
+// <run_dir>/ibemu.log (+ ibemu.out for its stdout/stderr).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "iblab/dmesg.h"
+#include "iblab/process.h"
+#include "iblab/protocol.h"
+
+namespace iblab {
+
+enum class Stack { Upstream, Ours };
+const char *to_string(Stack s);
+
+struct GuestSpec {
+	std::string name;
+	Stack stack = Stack::Upstream;
+};
+
+struct LabOptions {
+	std::vector<GuestSpec> guests;
+	std::string modules_dir;  // our modules (*.ko, any depth), for Stack::Ours
+	int mem_mb = 1024;
+	int smp = 1;
+	bool hca = true;  // add the emulated HCA (needs the project's QEMU + ibemu)
+	std::string qemu;         // empty: default_qemu()
+	std::string emulator;     // empty: default_emulator()
+	std::string agent;        // empty: default_agent()
+	std::string kernel;       // version; empty: find_kernel()
+	std::string build_dir;    // empty: default_build_dir()
+	std::string run_dir;      // empty: <build_dir>/lab/<run id>
+	std::string cache_dir;    // empty: <build_dir>/lab/cache
+	std::chrono::seconds boot_timeout{180};
+	std::string emulator_log_level = "info";
+	std::vector<std::string> extra_qemu_args;
+	std::string extra_cmdline;
+	std::vector<std::string> dmesg_ignore;  // regexes (see DmesgChecker::ignore)
+	// Extra read-only 9p shares: host dir -> mounted at the same path in guests.
+	std::vector<std::string> shares;
+	// Set to true (e.g. from a signal handler thread) to abort start().
+	std::atomic<bool> *cancel = nullptr;
+};
+
+struct ExecResult {
+	int status = -1;  // exit code, 128 + signal; -1: no result (see error)
+	std::string output;  // stdout and stderr, interleaved
+	bool timed_out = false;
+	std::string error;   // set when the lab could not get a result
+	double seconds = 0;
+	bool ok() const { return status == 0; }
+	std::string describe() const;  // "status 0", "timed out", ...
+};
+
+using OutputFn = std::function<void(std::string_view)>;
+
+class AgentConnection;
+
+// A request in flight (for streaming/cancellable use; exec() wraps it).
+class PendingExec {
+public:
+	// Waits until the result is there or `timeout` passes.
+	bool wait_for(std::chrono::milliseconds timeout);
+	bool done();
+	ExecResult result();           // valid once done
+	std::string take_new_output();  // output that arrived since the last call
+	uint32_t id() const { return id_; }
+
+private:
+	friend class AgentConnection;
+	uint32_t id_ = 0;
+	std::mutex mu_;
+	std::condition_variable cv_;
+	bool done_ = false;
+	ExecResult res_;
+	std::string fresh_;
+	OutputFn on_output_;
+	std::chrono::steady_clock::time_point start_;
+};
+
+class AgentConnection {
+public:
+	AgentConnection() = default;
+	~AgentConnection();
+	void connect(const std::string &socket_path, std::chrono::steady_clock::time_point deadline,
+		     const std::function<bool()> &keep_trying);
+	bool wait_hello(std::chrono::steady_clock::time_point deadline, const std::function<bool()> &keep_trying);
+	std::optional<proto::HelloInfo> hello();
+	std::shared_ptr<PendingExec> start(const std::string &cmd, std::chrono::milliseconds timeout,
+					   uint32_t flags, OutputFn on_output);
+	void kill(uint32_t id);
+	bool poweroff(std::chrono::milliseconds timeout);
+	bool connected() const { return fd_ >= 0 && !closed_; }
+	void close();
+
+private:
+	void reader();
+	bool send(proto::Type t, uint32_t id, const std::string &payload);
+	int fd_ = -1;
+	std::atomic<bool> closed_{false};
+	std::thread reader_;
+	std::mutex write_mu_;
+	std::mutex mu_;
+	std::condition_variable cv_;
+	std::optional<proto::HelloInfo> hello_;
+	std::map<uint32_t, std::shared_ptr<PendingExec>> pending_;
+	uint32_t next_id_ = 1;
+};
+
+class Lab;
+
+class Guest {
+public:
+	const std::string &name() const { return spec_.name; }
+	Stack stack() const { return spec_.stack; }
+	uint64_t node_guid() const { return guid_; }
+	// "0002:c903:0000:a001", as ibv_devinfo prints node_guid.
+	std::string node_guid_string() const;
+	const std::string &dir() const { return dir_; }
+	std::string console_log_path() const { return dir_ + "/console.log"; }
+	double boot_seconds() const { return boot_seconds_; }  // QEMU start -> agent ready
+
+	// Runs `cmd` with /bin/sh -c in the guest. The guest kills it after
+	// `timeout` (0: never). `on_output` is called with output as it arrives,
+	// from the lab's reader thread (must not block).
+	ExecResult exec(const std::string &cmd, std::chrono::milliseconds timeout = std::chrono::seconds(120),
+			OutputFn on_output = {});
+	// Starts `cmd` detached; output goes to /tmp/iblab-bg-<id>.log in the guest.
+	ExecResult exec_background(const std::string &cmd, std::chrono::milliseconds timeout = {});
+	std::shared_ptr<PendingExec> start_exec(const std::string &cmd, std::chrono::milliseconds timeout,
+						uint32_t flags = 0, OutputFn on_output = {});
+	void kill(uint32_t id);
+
+	// Fetches the full dmesg (also saved as dmesg.txt).
+	std::optional<std::string> fetch_dmesg();
+	// Checks the dmesg lines logged since the previous call (by timestamp).
+	// Returns the bad lines; saves the dmesg as dmesg.txt.
+	std::vector<DmesgHit> check_new_dmesg();
+
+	bool qemu_running();
+
+private:
+	friend class Lab;
+	Guest(Lab &lab, GuestSpec spec, int index);
+	Lab &lab_;
+	GuestSpec spec_;
+	int index_;
+	uint64_t guid_;
+	std::string dir_;
+	Process qemu_;
+	AgentConnection agent_;
+	std::chrono::steady_clock::time_point qemu_started_;
+	double boot_seconds_ = 0;
+	double dmesg_checked_until_ = -1;
+	std::mutex dmesg_mu_;
+};
+
+struct LabReport {
+	std::vector<std::string> problems;  // one line each (with the evidence)
+	bool ok() const { return problems.empty(); }
+	std::string text() const;
+};
+
+class Lab {
+public:
+	explicit Lab(LabOptions opts);
+	~Lab();  // tears down whatever runs (without dmesg checks)
+	Lab(const Lab &) = delete;
+	Lab &operator=(const Lab &) = delete;
+
+	// Starts the emulator and the guests and waits for every agent. Throws
+	// std::runtime_error (with the console tail) and tears down on failure.
+	void start();
+	// Collects each guest's dmesg and console log, checks them, powers the
+	// guests off, stops the emulator. Idempotent.
+	LabReport shutdown();
+	// Immediate SIGKILL of everything (no dmesg).
+	void kill_all();
+
+	Guest &guest(const std::string &name);
+	Guest *find_guest(const std::string &name);
+	std::vector<Guest *> guests();
+	const std::string &run_dir() const { return run_dir_; }
+	const LabOptions &options() const { return opts_; }
+	const DmesgChecker &checker() const { return checker_; }
+	std::string emulator_socket() const { return run_dir_ + "/ibemu.sock"; }
+	std::string emulator_log_path() const { return run_dir_ + "/ibemu.log"; }
+
+	// Control socket for `iblab exec` (see ctl.h); started by serve_control().
+	std::string control_socket() const { return run_dir_ + "/ctl.sock"; }
+	void serve_control();
+
+private:
+	friend class Guest;
+	void start_emulator();
+	void start_guest(Guest &g);
+	std::vector<std::string> qemu_argv(Guest &g, const std::string &initramfs);
+	bool cancelled() const { return opts_.cancel && opts_.cancel->load(); }
+	void stop_control();
+
+	LabOptions opts_;
+	std::string kernel_version_, kernel_image_, modules_dir_;
+	std::string run_dir_;
+	DmesgChecker checker_;
+	Process emulator_;
+	std::vector<std::unique_ptr<Guest>> guests_;
+	bool started_ = false, shut_down_ = false;
+	std::unique_ptr<class ControlServer> ctl_;
+};
+
+// "20260507-123456-1234"
+std::string make_run_id();
+// GUID the lab gives guest number `index` (0-based).
+uint64_t guest_guid(int index);
+std::string format_guid(uint64_t guid);  // "0002:c903:0000:a001"
+
+}  // namespace iblab

@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "iblab/lab.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "iblab/config.h"
+#include "iblab/ctl.h"
+#include "iblab/initramfs.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace iblab {
+
+const char *to_string(Stack s) { return s == Stack::Ours ? "ours" : "upstream"; }
+
+std::string make_run_id()
+{
+	char buf[64];
+	time_t t = time(nullptr);
+	tm tmv{};
+	localtime_r(&t, &tmv);
+	strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tmv);
+	return std::string(buf) + "-" + std::to_string(getpid());
+}
+
+uint64_t guest_guid(int index) { return 0x0002c9030000a000ull + static_cast<uint64_t>(index + 1); }
+
+std::string format_guid(uint64_t g)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%04x:%04x:%04x:%04x", static_cast<unsigned>(g >> 48) & 0xffff,
+		 static_cast<unsigned>(g >> 32) & 0xffff, static_cast<unsigned>(g >> 16) & 0xffff,
+		 static_cast<unsigned>(g) & 0xffff);
+	return buf;
+}
+
+namespace {
+
+std::string tail_of_file(const std::string &path, size_t lines)
+{
+	std::ifstream in(path, std::ios::binary);
+	if (!in)
+		return "(no " + path + ")\n";
+	std::vector<std::string> all;
+	std::string l;
+	while (std::getline(in, l))
+		all.push_back(l);
+	std::string out;
+	for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); i++)
+		out += "    " + all[i] + "\n";
+	return out;
+}
+
+void check_socket_path(const std::string &p)
+{
+	if (p.size() >= sizeof(sockaddr_un{}.sun_path))
+		throw std::runtime_error("socket path too long for AF_UNIX (use a shorter --workdir): " + p);
+}
+
+}  // namespace
+
+std::string ExecResult::describe() const
+{
+	if (!error.empty())
+		return "error: " + error;
+	if (timed_out)
+		return "timed out (status " + std::to_string(status) + ")";
+	return "status " + std::to_string(status);
+}
+
+std::string LabReport::text() const
+{
+	std::string s;
+	for (const auto &p : problems)
+		s += p + "\n";
+	return s;
+}
+
+// ---------------------------------------------------------------------------
+// PendingExec / AgentConnection
+
+bool PendingExec::wait_for(std::chrono::milliseconds timeout)
+{
+	std::unique_lock lk(mu_);
+	return cv_.wait_for(lk, timeout, [&] { return done_; });
+}
+
+bool PendingExec::done()
+{
+	std::lock_guard lk(mu_);
+	return done_;
+}
+
+ExecResult PendingExec::result()
+{
+	std::lock_guard lk(mu_);
+	return res_;
+}
+
+std::string PendingExec::take_new_output()
+{
+	std::lock_guard lk(mu_);
+	return std::exchange(fresh_, {});
+}
+
+AgentConnection::~AgentConnection() { close(); }
+
+void AgentConnection::close()
+{
+	if (fd_ >= 0) {
+		closed_ = true;
+		shutdown(fd_, SHUT_RDWR);
+	}
+	if (reader_.joinable())
+		reader_.join();
+	if (fd_ >= 0) {
+		::close(fd_);
+		fd_ = -1;
+	}
+}
+
+void AgentConnection::connect(const std::string &path, Clock::time_point deadline,
+			      const std::function<bool()> &keep_trying)
+{
+	sockaddr_un sa{};
+	sa.sun_family = AF_UNIX;
+	check_socket_path(path);
+	strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			throw std::runtime_error(std::string("socket: ") + strerror(errno));
+		if (::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) == 0) {
+			fd_ = fd;
+			break;
+		}
+		int e = errno;
+		::close(fd);
+		if (Clock::now() >= deadline || !keep_trying())
+			throw std::runtime_error("cannot connect to the agent socket " + path + ": " + strerror(e));
+		std::this_thread::sleep_for(20ms);
+	}
+	reader_ = std::thread([this] { reader(); });
+}
+
+bool AgentConnection::send(proto::Type t, uint32_t id, const std::string &payload)
+{
+	std::string buf = proto::encode({t, id, payload});
+	std::lock_guard lk(write_mu_);
+	size_t off = 0;
+	auto deadline = Clock::now() + 30s;
+	while (off < buf.size()) {
+		if (closed_)
+			return false;
+		ssize_t n = ::send(fd_, buf.data() + off, buf.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			off += static_cast<size_t>(n);
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return false;
+		if (Clock::now() >= deadline)
+			return false;
+		pollfd p{fd_, POLLOUT, 0};
+		poll(&p, 1, 100);
+	}
+	return true;
+}
+
+void AgentConnection::reader()
+{
+	proto::Decoder dec;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		dec.feed(std::string_view(buf, static_cast<size_t>(n)));
+		while (auto f = dec.next()) {
+			try {
+				if (f->type == proto::Type::Hello) {
+					auto h = proto::HelloInfo::decode(f->payload);
+					std::lock_guard lk(mu_);
+					hello_ = h;
+					cv_.notify_all();
+					continue;
+				}
+				std::shared_ptr<PendingExec> p;
+				{
+					std::lock_guard lk(mu_);
+					auto it = pending_.find(f->id);
+					if (it == pending_.end())
+						continue;
+					p = it->second;
+					if (f->type == proto::Type::Exit)
+						pending_.erase(it);
+				}
+				std::lock_guard plk(p->mu_);
+				if (f->type == proto::Type::Output) {
+					p->res_.output += f->payload;
+					p->fresh_ += f->payload;
+					if (p->on_output_)
+						p->on_output_(f->payload);
+				} else if (f->type == proto::Type::Exit) {
+					auto e = proto::ExitInfo::decode(f->payload);
+					p->res_.status = e.status;
+					p->res_.timed_out = e.flags & proto::kExitTimedOut;
+					if (e.flags & proto::kExitError)
+						p->res_.error = e.message.empty() ? "agent error" : e.message;
+					else if (!e.message.empty() && e.flags == 0)
+						p->res_.output += e.message + "\n";  // e.g. "started pid N"
+					p->res_.seconds = std::chrono::duration<double>(Clock::now() - p->start_).count();
+					p->done_ = true;
+					p->cv_.notify_all();
+				}
+			} catch (const proto::DecodeError &) {
+				// Malformed frame from the guest: ignore it.
+			}
+		}
+	}
+	closed_ = true;
+	std::map<uint32_t, std::shared_ptr<PendingExec>> orphans;
+	{
+		std::lock_guard lk(mu_);
+		orphans.swap(pending_);
+		cv_.notify_all();
+	}
+	for (auto &[id, p] : orphans) {
+		std::lock_guard plk(p->mu_);
+		p->res_.error = "connection to the guest agent lost";
+		p->res_.seconds = std::chrono::duration<double>(Clock::now() - p->start_).count();
+		p->done_ = true;
+		p->cv_.notify_all();
+	}
+}
+
+bool AgentConnection::wait_hello(Clock::time_point deadline, const std::function<bool()> &keep_trying)
+{
+	auto next_ping = Clock::now() + 1s;
+	std::unique_lock lk(mu_);
+	while (!hello_) {
+		if (closed_ || Clock::now() >= deadline || !keep_trying())
+			return false;
+		cv_.wait_for(lk, 100ms);
+		if (!hello_ && Clock::now() >= next_ping) {
+			lk.unlock();
+			send(proto::Type::Ping, 0, {});
+			lk.lock();
+			next_ping = Clock::now() + 1s;
+		}
+	}
+	return true;
+}
+
+std::optional<proto::HelloInfo> AgentConnection::hello()
+{
+	std::lock_guard lk(mu_);
+	return hello_;
+}
+
+std::shared_ptr<PendingExec> AgentConnection::start(const std::string &cmd, std::chrono::milliseconds timeout,
+						     uint32_t flags, OutputFn on_output)
+{
+	auto p = std::make_shared<PendingExec>();
+	p->on_output_ = std::move(on_output);
+	p->start_ = Clock::now();
+	uint32_t id;
+	{
+		std::lock_guard lk(mu_);
+		id = next_id_++;
+		p->id_ = id;
+		if (!closed_ && fd_ >= 0)
+			pending_[id] = p;
+	}
+	proto::ExecRequest req;
+	req.command = cmd;
+	req.timeout_ms = static_cast<uint32_t>(timeout.count());
+	req.flags = flags;
+	if (closed_ || fd_ < 0 || !send(proto::Type::Exec, id, req.encode())) {
+		{
+			std::lock_guard lk(mu_);
+			pending_.erase(id);
+		}
+		std::lock_guard plk(p->mu_);
+		if (!p->done_) {
+			p->res_.error = "guest agent not connected";
+			p->done_ = true;
+		}
+	}
+	return p;
+}
+
+void AgentConnection::kill(uint32_t id)
+{
+	if (!closed_ && fd_ >= 0)
+		send(proto::Type::Kill, id, {});
+}
+
+bool AgentConnection::poweroff(std::chrono::milliseconds timeout)
+{
+	if (closed_ || fd_ < 0)
+		return false;
+	auto p = std::make_shared<PendingExec>();
+	p->start_ = Clock::now();
+	uint32_t id;
+	{
+		std::lock_guard lk(mu_);
+		id = next_id_++;
+		p->id_ = id;
+		pending_[id] = p;
+	}
+	if (!send(proto::Type::Poweroff, id, {}))
+		return false;
+	return p->wait_for(timeout);
+}
+
+// ---------------------------------------------------------------------------
+// Guest
+
+Guest::Guest(Lab &lab, GuestSpec spec, int index)
+	: lab_(lab), spec_(std::move(spec)), index_(index), guid_(guest_guid(index))
+{
+	dir_ = lab.run_dir() + "/" + spec_.name;
+}
+
+std::string Guest::node_guid_string() const { return format_guid(guid_); }
+
+bool Guest::qemu_running() { return qemu_.running(); }
+
+std::shared_ptr<PendingExec> Guest::start_exec(const std::string &cmd, std::chrono::milliseconds timeout,
+					       uint32_t flags, OutputFn on_output)
+{
+	return agent_.start(cmd, timeout, flags, std::move(on_output));
+}
+
+void Guest::kill(uint32_t id) { agent_.kill(id); }
+
+ExecResult Guest::exec(const std::string &cmd, std::chrono::milliseconds timeout, OutputFn on_output)
+{
+	auto p = start_exec(cmd, timeout, 0, std::move(on_output));
+	// The agent enforces `timeout`; the lab gives it some slack on top
+	// (TCG guests are slow) before giving up on the guest.
+	auto host_deadline = timeout.count() ? Clock::now() + timeout + 60s : Clock::time_point::max();
+	while (!p->wait_for(500ms)) {
+		if (Clock::now() >= host_deadline) {
+			agent_.kill(p->id());
+			ExecResult r = p->result();
+			r.timed_out = true;
+			r.error = "no answer from the guest agent " + std::to_string(
+				std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) + " s + 60 s after the start";
+			return r;
+		}
+		if (!qemu_.running() && !p->wait_for(2s)) {
+			ExecResult r = p->result();
+			r.error = "QEMU of guest " + name() + " exited";
+			return r;
+		}
+	}
+	return p->result();
+}
+
+ExecResult Guest::exec_background(const std::string &cmd, std::chrono::milliseconds timeout)
+{
+	auto p = start_exec(cmd, timeout, proto::kExecBackground);
+	if (!p->wait_for(60s))
+		return ExecResult{-1, {}, true, "no answer from the guest agent", 60};
+	return p->result();
+}
+
+std::optional<std::string> Guest::fetch_dmesg()
+{
+	auto r = exec("dmesg", 60s);
+	if (r.status != 0 || !r.error.empty())
+		return std::nullopt;
+	std::ofstream(dir_ + "/dmesg.txt", std::ios::trunc) << r.output;
+	return r.output;
+}
+
+std::vector<DmesgHit> Guest::check_new_dmesg()
+{
+	std::lock_guard lk(dmesg_mu_);
+	auto text = fetch_dmesg();
+	if (!text)
+		return {{0, "could not read the dmesg of guest " + name(), "no-dmesg"}};
+	std::vector<DmesgHit> hits;
+	std::istringstream in(*text);
+	std::string line;
+	size_t n = 0;
+	double last = dmesg_checked_until_;
+	bool fresh = false;
+	while (std::getline(in, line)) {
+		n++;
+		if (auto ts = DmesgChecker::timestamp(line)) {
+			fresh = *ts > dmesg_checked_until_;
+			last = std::max(last, *ts);
+		}
+		if (!fresh)
+			continue;
+		if (auto rule = lab_.checker().match(line))
+			hits.push_back({n, line, *rule});
+	}
+	dmesg_checked_until_ = last;
+	return hits;
+}
+
+// ---------------------------------------------------------------------------
+// Lab
+
+Lab::Lab(LabOptions opts) : opts_(std::move(opts))
+{
+	for (const auto &re : opts_.dmesg_ignore)
+		checker_.ignore(re);
+}
+
+Lab::~Lab()
+{
+	if (!shut_down_)
+		kill_all();
+}
+
+Guest &Lab::guest(const std::string &name)
+{
+	if (Guest *g = find_guest(name))
+		return *g;
+	throw std::out_of_range("no guest named " + name);
+}
+
+Guest *Lab::find_guest(const std::string &name)
+{
+	for (auto &g : guests_)
+		if (g->name() == name)
+			return g.get();
+	return nullptr;
+}
+
+std::vector<Guest *> Lab::guests()
+{
+	std::vector<Guest *> v;
+	for (auto &g : guests_)
+		v.push_back(g.get());
+	return v;
+}
+
+void Lab::start()
+{
+	if (started_)
+		throw std::logic_error("Lab::start called twice");
+	started_ = true;
+	if (opts_.guests.empty())
+		throw std::invalid_argument("the lab needs at least one guest");
+	std::set<std::string> names;
+	for (const auto &g : opts_.guests) {
+		if (g.name.empty() || g.name.find_first_of("/ ,:=") != std::string::npos)
+			throw std::invalid_argument("bad guest name '" + g.name + "'");
+		if (!names.insert(g.name).second)
+			throw std::invalid_argument("duplicate guest name " + g.name);
+		if (g.stack == Stack::Ours && opts_.modules_dir.empty())
+			throw std::invalid_argument("guest " + g.name + " runs our stack but no modules directory was given");
+	}
+	if (opts_.qemu.empty())
+		opts_.qemu = default_qemu();
+	if (opts_.emulator.empty())
+		opts_.emulator = default_emulator();
+	if (opts_.agent.empty())
+		opts_.agent = default_agent();
+	if (opts_.build_dir.empty())
+		opts_.build_dir = default_build_dir();
+	if (opts_.cache_dir.empty())
+		opts_.cache_dir = opts_.build_dir + "/lab/cache";
+	run_dir_ = opts_.run_dir.empty() ? opts_.build_dir + "/lab/" + make_run_id() : opts_.run_dir;
+	run_dir_ = fs::absolute(run_dir_).lexically_normal().string();
+	if (!opts_.modules_dir.empty()) {
+		opts_.modules_dir = fs::absolute(opts_.modules_dir).lexically_normal().string();
+		if (!fs::is_directory(opts_.modules_dir))
+			throw std::runtime_error("modules directory " + opts_.modules_dir + " does not exist");
+	}
+
+	KernelInfo k = find_kernel(opts_.kernel);
+	kernel_version_ = k.version;
+	kernel_image_ = k.image;
+	modules_dir_ = k.modules_dir;
+	if (access(opts_.qemu.c_str(), X_OK) != 0)
+		throw std::runtime_error("QEMU not found at " + opts_.qemu + " (set IBLAB_QEMU)");
+	if (opts_.hca && access(opts_.emulator.c_str(), X_OK) != 0)
+		throw std::runtime_error("emulator not found at " + opts_.emulator + " (set IBLAB_EMULATOR, or run without the HCA)");
+	if (access(opts_.agent.c_str(), R_OK) != 0)
+		throw std::runtime_error("guest agent not found at " + opts_.agent + " (set IBLAB_AGENT)");
+
+	fs::create_directories(run_dir_);
+	check_socket_path(control_socket());
+	InitramfsSpec spec;
+	spec.kernel_version = kernel_version_;
+	spec.modules_dir = modules_dir_;
+	spec.agent = opts_.agent;
+	std::string initramfs = cached_initramfs(spec, opts_.cache_dir);
+
+	{
+		std::ofstream info(run_dir_ + "/lab.txt");
+		info << "kernel " << kernel_version_ << "\nqemu " << opts_.qemu << "\n";
+		info << "emulator " << (opts_.hca ? opts_.emulator : "(none: no HCA)") << "\n";
+		info << "initramfs " << initramfs << "\n";
+		if (!opts_.modules_dir.empty())
+			info << "modules " << opts_.modules_dir << "\n";
+		for (size_t i = 0; i < opts_.guests.size(); i++)
+			info << "guest " << opts_.guests[i].name << " " << to_string(opts_.guests[i].stack) << " "
+			     << format_guid(guest_guid(static_cast<int>(i))) << "\n";
+	}
+
+	try {
+		if (opts_.hca)
+			start_emulator();
+		for (size_t i = 0; i < opts_.guests.size(); i++) {
+			guests_.push_back(std::unique_ptr<Guest>(new Guest(*this, opts_.guests[i], static_cast<int>(i))));
+			Guest &g = *guests_.back();
+			fs::create_directories(g.dir());
+			SpawnOptions so;
+			so.argv = qemu_argv(g, initramfs);
+			so.output_file = g.dir() + "/qemu.log";
+			{
+				std::ofstream cmd(g.dir() + "/qemu.cmd");
+				for (const auto &a : so.argv)
+					cmd << a << "\n";
+			}
+			g.qemu_started_ = Clock::now();
+			g.qemu_ = Process::spawn(so);
+		}
+		auto deadline = Clock::now() + opts_.boot_timeout;
+		for (auto &gp : guests_) {
+			Guest &g = *gp;
+			auto keep = [&] { return !cancelled() && g.qemu_.running(); };
+			std::string why;
+			try {
+				g.agent_.connect(g.dir() + "/agent.sock", deadline, keep);
+				if (!g.agent_.wait_hello(deadline, keep))
+					why = cancelled() ? "cancelled" : !g.qemu_.running() ? "QEMU exited" : "timed out";
+			} catch (const std::exception &e) {
+				why = e.what();
+			}
+			if (!why.empty()) {
+				std::string msg = "guest " + g.name() + " did not boot (" + why + ")";
+				if (auto st = g.qemu_.exit_status())
+					msg += "; QEMU " + describe_status(*st);
+				msg += "\n  " + g.dir() + "/qemu.log:\n" + tail_of_file(g.dir() + "/qemu.log", 15);
+				msg += "  " + g.console_log_path() + " (last lines):\n" + tail_of_file(g.console_log_path(), 25);
+				if (opts_.hca)
+					msg += "  " + emulator_log_path() + " (last lines):\n" + tail_of_file(emulator_log_path(), 10);
+				throw std::runtime_error(msg);
+			}
+			g.boot_seconds_ = std::chrono::duration<double>(Clock::now() - g.qemu_started_).count();
+			std::ofstream(g.dir() + "/boot_time.txt") << g.boot_seconds_ << "\n";
+		}
+	} catch (...) {
+		kill_all();
+		throw;
+	}
+}
+
+void Lab::start_emulator()
+{
+	std::string sock = emulator_socket();
+	check_socket_path(sock);
+	SpawnOptions so;
+	so.argv = {opts_.emulator, "--socket", sock, "--log", emulator_log_path(), "--log-level",
+		   opts_.emulator_log_level};
+	for (size_t i = 0; i < opts_.guests.size(); i++) {
+		char guid[32];
+		snprintf(guid, sizeof guid, "0x%016llx",
+			 static_cast<unsigned long long>(guest_guid(static_cast<int>(i))));
+		so.argv.push_back("--node");
+		so.argv.push_back(opts_.guests[i].name + "=" + guid);
+	}
+	std::string out = run_dir_ + "/ibemu.out";
+	so.output_file = out;
+	emulator_ = Process::spawn(so);
+	auto deadline = Clock::now() + 30s;
+	for (;;) {
+		std::ifstream in(out);
+		std::string line;
+		while (std::getline(in, line))
+			if (line.starts_with("ibemu: ready"))
+				return;
+		if (!emulator_.running())
+			throw std::runtime_error("emulator exited before it was ready (" +
+						 describe_status(*emulator_.exit_status()) + "):\n" + tail_of_file(out, 20));
+		if (Clock::now() >= deadline || cancelled())
+			throw std::runtime_error("emulator not ready after 30 s:\n" + tail_of_file(out, 20));
+		std::this_thread::sleep_for(20ms);
+	}
+}
+
+std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
+{
+	const std::string mem = std::to_string(opts_.mem_mb);
+	std::string cmdline = "console=ttyS0 panic=-1 iblab.name=" + g.name() + " iblab.mode=" + to_string(g.stack());
+	std::vector<std::string> a = {
+		opts_.qemu, "-name", "iblab-" + g.name(), "-accel", "tcg",
+		"-L", "/usr/share/qemu", "-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu",
+		"-object", "memory-backend-memfd,id=mem,size=" + mem + "M,share=on",
+		"-machine", "pc,memory-backend=mem", "-m", mem, "-smp", std::to_string(opts_.smp),
+		"-nodefaults", "-no-user-config", "-nic", "none", "-display", "none", "-vga", "none", "-no-reboot",
+		"-serial", "file:" + g.console_log_path(),
+		"-kernel", kernel_image_, "-initrd", initramfs,
+		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+		"-device", "virtio-serial-pci",
+		"-chardev", "socket,id=agent,path=" + g.dir() + "/agent.sock,server=on,wait=off",
+		"-device", "virtserialport,chardev=agent,name=iblab.agent",
+	};
+	if (g.stack() == Stack::Ours) {
+		a.push_back("-virtfs");
+		a.push_back("local,path=" + opts_.modules_dir +
+			    ",mount_tag=iblabmods,security_model=none,readonly=on,multidevs=remap");
+	}
+	std::string shares;
+	for (size_t i = 0; i < opts_.shares.size(); i++) {
+		std::string p = fs::absolute(opts_.shares[i]).lexically_normal().string();
+		if (p.find_first_of(" ,:\t") != std::string::npos)
+			throw std::invalid_argument("share path with a space, comma or colon: " + p);
+		std::string tag = "iblabshare" + std::to_string(i);
+		a.push_back("-virtfs");
+		a.push_back("local,path=" + p + ",mount_tag=" + tag + ",security_model=none,readonly=on,multidevs=remap");
+		shares += (shares.empty() ? "" : ",") + tag + ":" + p;
+	}
+	if (!shares.empty())
+		cmdline += " iblab.share=" + shares;
+	if (opts_.hca) {
+		a.push_back("-device");
+		a.push_back("ibemu-hca,socket=" + emulator_socket() + ",node=" + g.name());
+	}
+	if (!opts_.extra_cmdline.empty())
+		cmdline += " " + opts_.extra_cmdline;
+	a.push_back("-append");
+	a.push_back(cmdline);
+	for (const auto &x : opts_.extra_qemu_args)
+		a.push_back(x);
+	return a;
+}
+
+void Lab::serve_control()
+{
+	if (!ctl_)
+		ctl_ = std::make_unique<ControlServer>(*this, control_socket());
+}
+
+void Lab::stop_control() { ctl_.reset(); }
+
+LabReport Lab::shutdown()
+{
+	LabReport rep;
+	if (shut_down_ || !started_)
+		return rep;
+	stop_control();
+	for (auto &gp : guests_) {
+		Guest &g = *gp;
+		std::set<std::string> seen;
+		if (!g.qemu_.running()) {
+			rep.problems.push_back("guest " + g.name() + ": QEMU exited during the run (" +
+					       describe_status(g.qemu_.exit_status().value_or(0)) + ")");
+		} else if (g.agent_.connected()) {
+			std::lock_guard lk(g.dmesg_mu_);
+			auto text = g.fetch_dmesg();
+			if (!text) {
+				rep.problems.push_back("guest " + g.name() + ": could not read dmesg from the agent");
+			} else {
+				for (const auto &h : checker_.check(*text)) {
+					seen.insert(std::string(DmesgChecker::strip_prefix(h.line)));
+					rep.problems.push_back("guest " + g.name() + ": " + g.dir() + "/dmesg.txt:" +
+							       std::to_string(h.line_no) + ": [" + h.rule + "] " + h.line);
+				}
+			}
+		} else {
+			rep.problems.push_back("guest " + g.name() + ": agent connection lost");
+		}
+		// The console has what the kernel printed even if the guest died.
+		try {
+			std::string console = read_file(g.console_log_path());
+			for (const auto &h : checker_.check(console))
+				if (seen.insert(std::string(DmesgChecker::strip_prefix(h.line))).second)
+					rep.problems.push_back("guest " + g.name() + ": " + g.console_log_path() + ":" +
+							       std::to_string(h.line_no) + ": [" + h.rule + "] " + h.line);
+		} catch (const std::exception &) {
+		}
+	}
+	for (auto &gp : guests_)
+		if (gp->qemu_.running())
+			gp->agent_.poweroff(3s);
+	for (auto &gp : guests_) {
+		Guest &g = *gp;
+		if (!g.qemu_.wait_for(15s))
+			g.qemu_.terminate(3s);
+		g.qemu_.kill();
+		g.agent_.close();
+	}
+	if (emulator_.valid()) {
+		if (!emulator_.running())
+			rep.problems.push_back("emulator exited during the run (" +
+					       describe_status(emulator_.exit_status().value_or(0)) + "), see " +
+					       emulator_log_path());
+		else if (int st = emulator_.terminate(5s); st != 0 && exit_code(st) != 128 + SIGTERM)
+			rep.problems.push_back("emulator " + describe_status(st) + " on SIGTERM, see " + run_dir_ + "/ibemu.out");
+		emulator_.kill();
+	}
+	shut_down_ = true;
+	std::ofstream(run_dir_ + "/report.txt") << (rep.ok() ? "ok\n" : rep.text());
+	return rep;
+}
+
+void Lab::kill_all()
+{
+	stop_control();
+	for (auto &gp : guests_) {
+		gp->qemu_.kill();
+		gp->agent_.close();
+	}
+	emulator_.kill();
+	shut_down_ = true;
+}
+
+}  // namespace iblab
