@@ -62,6 +62,7 @@ typedef union IbemuMsg {
     struct ibemu_msg_mmio_read_reply mmio_reply;
     struct ibemu_msg_msix msix;
     struct ibemu_msg_intx intx;
+    struct ibemu_msg_sync sync;
 } IbemuMsg;
 
 struct IbemuHcaState {
@@ -74,6 +75,7 @@ struct IbemuHcaState {
 
     int fd;             /* -1 once the emulator is gone */
     bool ready;         /* WELCOME accepted, device fully set up */
+    bool intx_level;    /* last INTX level from the emulator */
     uint32_t next_tag;
 
     /* bytes received but not yet consumed as messages */
@@ -112,6 +114,7 @@ static void ibemu_disconnect(IbemuHcaState *s, const char *why)
     s->fd = -1;
     s->rx_len = 0;
     if (s->ready) {
+        s->intx_level = false;
         pci_set_irq(PCI_DEVICE(s), 0);
     }
 }
@@ -262,7 +265,8 @@ static void ibemu_handle_async(IbemuHcaState *s, const IbemuMsg *m)
         }
         break;
     case IBEMU_MSG_INTX:
-        pci_set_irq(pdev, m->intx.level ? 1 : 0);
+        s->intx_level = m->intx.level != 0;
+        pci_set_irq(pdev, s->intx_level);
         break;
     default:
         ibemu_disconnect(s, "unexpected message type from the emulator");
@@ -362,7 +366,23 @@ static void ibemu_bar_write(void *opaque, hwaddr addr, uint64_t val,
     req.size = size;
     req.offset = addr;
     req.value = val;
-    ibemu_send(s, &req, sizeof(req), -1);
+    if (!ibemu_send(s, &req, sizeof(req), -1)) {
+        return;
+    }
+    /*
+     * With INTx asserted this write may be the one that deasserts it: wait
+     * until the emulator has acted on it, or the guest would take the
+     * level interrupt again and again while the write is on its way.
+     */
+    if (s->intx_level) {
+        struct ibemu_msg_sync sync;
+        IbemuMsg reply;
+
+        ibemu_fill_hdr(s, &sync.hdr, IBEMU_MSG_SYNC, sizeof(sync));
+        if (ibemu_send(s, &sync, sizeof(sync), -1)) {
+            ibemu_wait_reply(s, IBEMU_MSG_SYNC_REPLY, sync.hdr.tag, &reply);
+        }
+    }
 }
 
 /*
@@ -717,6 +737,7 @@ static void ibemu_reset(DeviceState *dev)
     IbemuHcaState *s = IBEMU_HCA(dev);
     struct ibemu_msg_reset req;
 
+    s->intx_level = false;  /* the PCI core lowers the line on reset */
     if (!s->ready || s->fd < 0) {
         return;
     }

@@ -43,7 +43,9 @@ enum {
     IBEMU_MSG_MSIX            = 9,  /* [emu->shim] fire one MSI-X vector */
     IBEMU_MSG_INTX            = 10, /* [emu->shim] set the INTx line level */
     IBEMU_MSG_RESET           = 11, /* [shim->emu] device or system reset */
-    IBEMU_MSG_TYPE_MAX        = 11,
+    IBEMU_MSG_SYNC            = 12, /* [shim->emu] expects SYNC_REPLY */
+    IBEMU_MSG_SYNC_REPLY      = 13, /* [emu->shim] all earlier messages are done */
+    IBEMU_MSG_TYPE_MAX        = 13,
 };
 
 /* WELCOME status codes. */
@@ -169,6 +171,18 @@ struct ibemu_msg_reset {
     struct ibemu_shim_hdr hdr;
 };
 
+/*
+ * A barrier: the emulator answers SYNC_REPLY (same tag) once it has acted
+ * on everything sent before the SYNC, so interrupt messages those caused
+ * arrive before the reply. The shim sends it after a BAR write while the
+ * INTx line is asserted, so that a write which deasserts it takes effect
+ * before the vCPU goes on (as it would on real hardware) instead of the
+ * guest taking the still-asserted level interrupt over and over.
+ */
+struct ibemu_msg_sync {
+    struct ibemu_shim_hdr hdr;
+};
+
 #pragma pack(pop)
 
 /* The largest message; a receive buffer of this size holds any one. */
@@ -196,6 +210,7 @@ IBEMU_SHIM_ASSERT(sizeof(struct ibemu_msg_mmio_read_reply) == 24, "MMIO_READ_REP
 IBEMU_SHIM_ASSERT(sizeof(struct ibemu_msg_msix) == 20, "MSIX size");
 IBEMU_SHIM_ASSERT(sizeof(struct ibemu_msg_intx) == 20, "INTX size");
 IBEMU_SHIM_ASSERT(sizeof(struct ibemu_msg_reset) == 16, "RESET size");
+IBEMU_SHIM_ASSERT(sizeof(struct ibemu_msg_sync) == 16, "SYNC size");
 
 /*
  * Size of a message of the given type, or 0 for an unknown type. Everything
@@ -215,6 +230,8 @@ static inline uint32_t ibemu_shim_msg_size(uint32_t type)
     case IBEMU_MSG_MSIX:            return sizeof(struct ibemu_msg_msix);
     case IBEMU_MSG_INTX:            return sizeof(struct ibemu_msg_intx);
     case IBEMU_MSG_RESET:           return sizeof(struct ibemu_msg_reset);
+    case IBEMU_MSG_SYNC:            return sizeof(struct ibemu_msg_sync);
+    case IBEMU_MSG_SYNC_REPLY:      return sizeof(struct ibemu_msg_sync);
     default:                        return 0;
     }
 }

@@ -120,6 +120,7 @@ std::string check_from_shim(const uint8_t* msg, size_t len)
         return {};
     }
     case IBEMU_MSG_RESET:
+    case IBEMU_MSG_SYNC:
         return {};
     default:
         return fmt("message type %u is not one a shim sends", unsigned(h.type));

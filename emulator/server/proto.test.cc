@@ -54,6 +54,7 @@ TEST(ShimProto, WireSizesAreFixed)
     EXPECT_EQ(ibemu_shim_msg_size(IBEMU_MSG_HELLO), 288u);
     EXPECT_EQ(ibemu_shim_msg_size(IBEMU_MSG_WELCOME), 520u);
     EXPECT_EQ(ibemu_shim_msg_size(IBEMU_MSG_MMIO_WRITE), 40u);
+    EXPECT_EQ(ibemu_shim_msg_size(IBEMU_MSG_SYNC_REPLY), 16u);
     EXPECT_EQ(ibemu_shim_msg_size(0), 0u);
     EXPECT_EQ(ibemu_shim_msg_size(IBEMU_MSG_TYPE_MAX + 1), 0u);
 }
@@ -152,6 +153,11 @@ TEST(ShimProto, ShimMessagesAreValidated)
     ibemu_msg_msix x;
     set_header(x, IBEMU_MSG_MSIX, 1);
     EXPECT_FALSE(check_from_shim(bytes(x).data(), sizeof(x)).empty());
+    ibemu_msg_sync sr;
+    set_header(sr, IBEMU_MSG_SYNC_REPLY, 1);
+    EXPECT_FALSE(check_from_shim(bytes(sr).data(), sizeof(sr)).empty());
+    set_header(sr, IBEMU_MSG_SYNC, 1);
+    EXPECT_TRUE(check_from_shim(bytes(sr).data(), sizeof(sr)).empty());
     auto wel = make_welcome(0, mthca::build_identity());
     EXPECT_FALSE(check_from_shim(bytes(wel).data(), sizeof(wel)).empty());
 

@@ -318,6 +318,13 @@ private:
             queue(&r, sizeof(r));
             break;
         }
+        case IBEMU_MSG_SYNC: {
+            // everything before it is done; interrupts it raised are queued
+            ibemu_msg_sync r;
+            shim::set_header(r, IBEMU_MSG_SYNC_REPLY, h.tag);
+            queue(&r, sizeof(r));
+            break;
+        }
         case IBEMU_MSG_RESET:
             IBEMU_INFO(name(), "reset");
             intx_level_ = false;  // QEMU lowers the line itself on reset

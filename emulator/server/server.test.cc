@@ -382,6 +382,23 @@ TEST_F(ServerTest, MmioRoundTripDmaAndInterrupts)
     EXPECT_EQ(shim::decode<ibemu_msg_intx>(irqs[1].data()).level, 0u);
 }
 
+TEST_F(ServerTest, SyncIsAnsweredAfterWhatCameBefore)
+{
+    start(scratch());
+    FakeShim s(path_);
+    ASSERT_EQ(s.connect_as("n0").status, IBEMU_WELCOME_OK);
+    s.mmio_write(0, 0x28, 4, 1);  // raise INTx
+    ibemu_msg_sync m;
+    shim::set_header(m, IBEMU_MSG_SYNC, 555);
+    s.send_raw(&m, sizeof(m));
+    std::vector<uint8_t> body;
+    ibemu_shim_hdr h = s.recv_hdr_and_body(&body);
+    EXPECT_EQ(h.type, IBEMU_MSG_INTX) << "the interrupt the write raised comes first";
+    h = s.recv_hdr_and_body(&body);
+    EXPECT_EQ(h.type, IBEMU_MSG_SYNC_REPLY);
+    EXPECT_EQ(h.tag, 555u);
+}
+
 TEST_F(ServerTest, ResetReachesTheDevice)
 {
     start(scratch());
