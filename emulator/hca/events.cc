@@ -187,14 +187,12 @@ void Core::set_port_link(unsigned port, bool up)
     if (port < 1 || port > num_ports_)
         return;
     Port& p = ports_[port - 1];
-    if (up) {
-        p.phys = PhysState::LinkUp;
-        if (p.state == PortState::Down)
-            p.state = PortState::Init;  // waits for the SM (IBA 14.2.5.6)
-    } else {
-        p.phys = p.ib_open ? PhysState::Polling : PhysState::Disabled;
+    p.link_present = up;
+    p.update_phys();
+    if (up && p.ib_open && p.state == PortState::Down)
+        p.state = PortState::Init;  // trained; waits for the SM (IBA 14.2.5.6)
+    if (!up)
         set_port_state(port, PortState::Down);
-    }
 }
 
 void Core::set_port_state(unsigned port, PortState s)

@@ -463,6 +463,7 @@ Status Core::cmd_close_hca(Cmd& c)
     for (unsigned p = 0; p < num_ports_; ++p) {
         ports_[p].ib_open = false;
         ports_[p].state = PortState::Down;
+        ports_[p].update_phys();
     }
     intx_cause_ = 0;
     update_intx();
@@ -501,10 +502,11 @@ Status Core::cmd_init_ib(Cmd& c)
     if (kFlagSig.get(in))
         node_.sys_image_guid = kSiGuid.get(in);
     p.ib_open = true;
-    // No fabric yet: the PHY keeps polling for a peer. A fabric moves it
-    // through set_port_link().
-    if (p.phys != PhysState::LinkUp)
-        p.phys = PhysState::Polling;
+    // Without a fabric the PHY keeps polling for a peer; a fabric reports
+    // the link through set_port_link().
+    p.update_phys();
+    if (p.link_present && p.state == PortState::Down)
+        p.state = PortState::Init;
     c.note = std::string("port ") + std::to_string(port) + " " + port_state_name(p.state) + "/" +
              phys_state_name(p.phys);
     return Status::Ok;
@@ -519,6 +521,7 @@ Status Core::cmd_close_ib(Cmd& c)
     if (!p.ib_open)
         c.note = "port already closed";
     p.ib_open = false;
+    p.update_phys();
     if (p.state != PortState::Down)
         set_port_state(port, PortState::Down);
     return Status::Ok;
@@ -557,7 +560,17 @@ Status Core::cmd_mad_ifc(Cmd& c)
         return Status::InternalErr;
     std::array<uint8_t, mad::kSize> out{};
     std::span<Port> ports(ports_.data(), num_ports_);
+    std::array<PortState, 2> before{ports_[0].state, ports_[1].state};
     Status s = sma_.process(node_, ports, port, std::span<const uint8_t>(in.data(), mad::kSize), out, &c.note);
+    // An SM Set(PortInfo) may have moved a port; raise PORT_CHANGE as the
+    // firmware does.
+    for (unsigned p = 0; p < num_ports_; ++p) {
+        PortState now = ports_[p].state;
+        if (now != before[p]) {
+            ports_[p].state = before[p];
+            set_port_state(p + 1, now);
+        }
+    }
     if (s != Status::Ok)
         return s;  // BAD_PKT: dropped, as firmware does with MADs it has no agent for
     if (!write_box(c, c.out_param, out))

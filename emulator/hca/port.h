@@ -47,7 +47,10 @@ struct Port {
 
     // Logical state as the SMA reports it.
     PortState state = PortState::Down;
-    PhysState phys = PhysState::Polling;
+    // A closed port (before INIT_IB / after CLOSE_IB) has its PHY disabled;
+    // an open one polls for a peer until the fabric reports a link.
+    PhysState phys = PhysState::Disabled;
+    bool link_present = false;  // fabric seam
     uint16_t lid = 0;
     uint16_t sm_lid = 0;
     uint8_t lmc = 0;
@@ -70,6 +73,11 @@ struct Port {
         num = n;
         guid = port_guid;
         pkeys[0] = 0xffff;  // default full-membership partition
+    }
+
+    void update_phys()
+    {
+        phys = !ib_open ? PhysState::Disabled : link_present ? PhysState::LinkUp : PhysState::Polling;
     }
 };
 
