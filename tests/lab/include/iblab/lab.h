@@ -218,6 +218,7 @@ public:
 private:
 	friend class Guest;
 	void start_emulator();
+	void prepare_our_modules();
 	void start_guest(Guest &g);
 	std::vector<std::string> qemu_argv(Guest &g, const std::string &initramfs);
 	bool cancelled() const { return opts_.cancel && opts_.cancel->load(); }
@@ -226,6 +227,7 @@ private:
 	LabOptions opts_;
 	std::string kernel_version_, kernel_image_, modules_dir_;
 	std::string run_dir_;
+	std::string our_modules_share_;
 	DmesgChecker checker_;
 	Process emulator_;
 	std::vector<std::unique_ptr<Guest>> guests_;

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+// Shared fixture of the VM tests: one lab (booted once per test suite in
+// SetUpTestSuite), a dmesg check after every test (new lines only) and a
+// full one when the suite tears the lab down. Both fail the test/suite.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "iblab/config.h"
+#include "iblab/lab.h"
+
+namespace iblab::vmtest {
+
+using namespace std::chrono_literals;
+
+class VmSuite : public ::testing::Test {
+protected:
+	// Boots the lab; a failure is remembered and fails every test of the suite.
+	static void StartLab(LabOptions o, const std::string &suite)
+	{
+		if (o.run_dir.empty())
+			o.run_dir = default_build_dir() + "/lab/" + make_run_id() + "-" + suite;
+		boot_error_.clear();
+		try {
+			lab_ = std::make_unique<Lab>(std::move(o));
+			lab_->start();
+		} catch (const std::exception &e) {
+			boot_error_ = e.what();
+			lab_.reset();
+		}
+	}
+
+	static void StopLab()
+	{
+		if (!lab_)
+			return;
+		std::string dir = lab_->run_dir();
+		LabReport rep = lab_->shutdown();
+		lab_.reset();
+		if (!rep.ok())
+			ADD_FAILURE() << "lab teardown found problems (logs in " << dir << "):\n" << rep.text();
+	}
+
+	void SetUp() override
+	{
+		if (!lab_)
+			GTEST_FAIL() << "the lab did not start:\n" << boot_error_;
+	}
+
+	void TearDown() override
+	{
+		if (!lab_)
+			return;
+		for (Guest *g : lab_->guests()) {
+			auto hits = g->check_new_dmesg();
+			if (!hits.empty())
+				ADD_FAILURE() << "guest " << g->name() << ": dmesg has problems after this test:\n"
+					      << format_hits(g->dir() + "/dmesg.txt", hits);
+		}
+	}
+
+	static Guest &guest(const std::string &name) { return lab_->guest(name); }
+
+	// Runs `cmd` and returns the result; the output is printed on failure
+	// by the EXPECT/ASSERT using it (see Ok()).
+	static ExecResult Run(Guest &g, const std::string &cmd, std::chrono::milliseconds timeout = 120s)
+	{
+		return g.exec(cmd, timeout);
+	}
+
+	static inline std::unique_ptr<Lab> lab_;
+	static inline std::string boot_error_;
+};
+
+// ASSERT_TRUE(Ok(r)) prints the command's result and output when it failed.
+inline ::testing::AssertionResult Ok(const ExecResult &r)
+{
+	if (r.ok())
+		return ::testing::AssertionSuccess();
+	return ::testing::AssertionFailure() << r.describe() << ", output:\n" << r.output;
+}
+
+// The value of "key:<spaces>value" in ibv_devinfo-style output.
+inline std::string Field(const std::string &text, const std::string &key)
+{
+	std::smatch m;
+	std::regex re("(^|\\n)\\s*" + key + ":\\s*([^\\n]*)");
+	if (std::regex_search(text, m, re))
+		return m[2];
+	return {};
+}
+
+}  // namespace iblab::vmtest
