@@ -234,8 +234,6 @@ const Eq* Core::find_eq(uint32_t eqn) const
 
 const Cq* Core::find_cq(uint32_t cqn) const
 {
-    if (layout_.log_cqs == 0 && state_ != FwState::HcaUp)
-        return nullptr;
     auto it = cqs_.find(cqn & ((1u << layout_.log_cqs) - 1));
     return it == cqs_.end() || it->second.cqn != cqn ? nullptr : &it->second;
 }
