@@ -40,7 +40,8 @@ std::string make_run_id()
 	return std::string(buf) + "-" + std::to_string(getpid());
 }
 
-uint64_t guest_guid(int index) { return 0x0002c9030000a000ull + static_cast<uint64_t>(index + 1); }
+// Mellanox OUI; 0x100 apart, because the HCA's port GUIDs follow its node GUID.
+uint64_t guest_guid(int index) { return 0x0002c90300000000ull + (static_cast<uint64_t>(index + 1) << 8); }
 
 std::string format_guid(uint64_t g)
 {

@@ -101,8 +101,8 @@ TEST_F(FakeLab, ExecStatusOutputConcurrencyTimeout)
 	lab.start();
 	Guest &a = lab.guest("a");
 	EXPECT_GT(a.boot_seconds(), 0);
-	EXPECT_EQ(a.node_guid_string(), "0002:c903:0000:a001");
-	EXPECT_EQ(lab.guest("b").node_guid_string(), "0002:c903:0000:a002");
+	EXPECT_EQ(a.node_guid_string(), "0002:c903:0000:0100");
+	EXPECT_EQ(lab.guest("b").node_guid_string(), "0002:c903:0000:0200");
 
 	auto r = a.exec("echo hello; echo oops >&2; exit 7", 10s);
 	EXPECT_EQ(r.status, 7);
