@@ -101,6 +101,14 @@ if [ -x "$out/qemu-system-x86_64" ]; then
   exit 0
 fi
 
+# One build per key at a time; whoever waited finds the result cached.
+exec 9>"$cache/qemu-$key.lock"
+flock 9
+if [ -x "$out/qemu-system-x86_64" ]; then
+  echo "$out/qemu-system-x86_64"
+  exit 0
+fi
+
 ensure_packages "${build_deps[@]}" "${runtime_deps[@]}"
 
 log="$cache/qemu-$key.build.log"
