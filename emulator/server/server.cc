@@ -548,7 +548,17 @@ bool Server::listen(std::string* error)
                 *error = opts_.socket_path + " exists and is not a socket";
             return false;
         }
-        unlink(opts_.socket_path.c_str());  // stale
+        // a live server answers; only a dead one's socket is stale
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+        if (probe >= 0)
+            close(probe);
+        if (live) {
+            if (error)
+                *error = "another server is listening on " + opts_.socket_path;
+            return false;
+        }
+        unlink(opts_.socket_path.c_str());
     }
     if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0)
         return fail("bind " + opts_.socket_path);

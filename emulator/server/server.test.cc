@@ -547,7 +547,7 @@ TEST_F(ServerTest, MalformedMessagesCloseOnlyTheirConnection)
     EXPECT_EQ(good.mmio_read(0, 0, 4), 5u);
 }
 
-TEST_F(ServerTest, ListenReplacesAStaleSocketButNotAFile)
+TEST_F(ServerTest, ListenReplacesAStaleSocketOnly)
 {
     // a stale socket from a crashed run
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -559,6 +559,18 @@ TEST_F(ServerTest, ListenReplacesAStaleSocketButNotAFile)
     start();
     FakeShim s(path_);
     EXPECT_EQ(s.connect_as("n0").status, IBEMU_WELCOME_OK);
+
+    // but never the socket of a live server
+    {
+        ServerOptions o;
+        o.socket_path = path_;
+        Server second(o);
+        std::string err;
+        EXPECT_FALSE(second.listen(&err));
+        EXPECT_NE(err.find("another server"), std::string::npos) << err;
+    }
+    FakeShim again(path_);
+    EXPECT_EQ(again.connect_as("n1").status, IBEMU_WELCOME_OK) << "the first server still owns its socket";
 
     std::string file = dir_ + "/plain";
     close(open(file.c_str(), O_CREAT | O_WRONLY, 0600));
