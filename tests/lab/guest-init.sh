@@ -39,7 +39,7 @@ done
 
 R=/newroot
 mkdir -p $R
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot $R || die "cannot mount the host root"
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot $R || die "cannot mount the host root"
 mount -t tmpfs -o mode=0755 tmpfs $R/run || die "tmpfs /run"
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp || die "tmpfs /tmp"
 O=$R/run/iblab/ovl

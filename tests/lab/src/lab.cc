@@ -2,17 +2,18 @@
 #include "iblab/lab.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <signal.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -76,6 +77,26 @@ void check_socket_path(const std::string &p)
 }
 
 }  // namespace
+
+void prune_old_runs(const std::string &dir, size_t keep)
+{
+	// Run directories are named <yyyymmdd>-<hhmmss>-<pid>[-suffix].
+	static const std::regex run_name(R"(^[0-9]{8}-[0-9]{6}-[0-9]+(-.*)?$)");
+	std::vector<fs::path> runs;
+	std::error_code ec;
+	for (const auto &e : fs::directory_iterator(dir, ec))
+		if (e.is_directory() && std::regex_match(e.path().filename().string(), run_name))
+			runs.push_back(e.path());
+	if (runs.size() <= keep)
+		return;
+	std::sort(runs.begin(), runs.end());
+	auto hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+	for (size_t i = 0; i + keep < runs.size(); i++) {
+		// Never a run that may still be going on.
+		if (fs::last_write_time(runs[i], ec) < hour_ago && !ec)
+			fs::remove_all(runs[i], ec);
+	}
+}
 
 std::string ExecResult::describe() const
 {
@@ -508,6 +529,8 @@ void Lab::start()
 
 	fs::create_directories(run_dir_);
 	check_socket_path(control_socket());
+	if (fs::path(run_dir_).parent_path() == fs::absolute(opts_.build_dir + "/lab").lexically_normal())
+		prune_old_runs(fs::path(run_dir_).parent_path().string(), 30);
 	InitramfsSpec spec;
 	spec.kernel_version = kernel_version_;
 	spec.modules_dir = modules_dir_;

@@ -267,5 +267,26 @@ TEST_F(FakeLab, CliRunPassesStatusAndSignalStopsIt)
 	EXPECT_TRUE(all_dead(pids));
 }
 
+TEST(Lab, PruneOldRuns)
+{
+	fs::path d = fs::temp_directory_path() / ("iblab-prune-" + std::to_string(getpid()));
+	fs::create_directories(d / "cache");
+	auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+	for (int i = 0; i < 5; i++) {
+		fs::path r = d / ("2026010" + std::to_string(i) + "-120000-42");
+		fs::create_directories(r);
+		fs::last_write_time(r, old);
+	}
+	fs::create_directories(d / "20260100-110000-1-MthcaProbe");  // oldest name, but recent: kept
+	prune_old_runs(d.string(), 2);
+	EXPECT_TRUE(fs::exists(d / "cache"));
+	EXPECT_TRUE(fs::exists(d / "20260100-110000-1-MthcaProbe"));
+	EXPECT_FALSE(fs::exists(d / "20260100-120000-42"));
+	EXPECT_FALSE(fs::exists(d / "20260102-120000-42"));
+	EXPECT_TRUE(fs::exists(d / "20260103-120000-42"));
+	EXPECT_TRUE(fs::exists(d / "20260104-120000-42"));
+	fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace iblab

@@ -237,6 +237,9 @@ private:
 
 // "20260507-123456-1234"
 std::string make_run_id();
+// Removes all but the newest `keep` run directories in `dir` (only those
+// older than an hour).
+void prune_old_runs(const std::string &dir, size_t keep);
 // GUID the lab gives guest number `index` (0-based).
 uint64_t guest_guid(int index);
 std::string format_guid(uint64_t guid);  // "0002:c903:0000:a001"

@@ -2,8 +2,9 @@
 // Child processes that cannot outlive the lab.
 //
 // Every child is the leader of its own process group, gets
-// PR_SET_PDEATHSIG(SIGKILL) (so it dies if the spawning thread's process
-// dies, even by SIGKILL), and is recorded in a process-wide registry of
+// PR_SET_PDEATHSIG(SIGKILL) (so it dies if the lab dies, even by SIGKILL;
+// note that the signal fires when the spawning *thread* exits, so spawn from
+// a thread that lives as long as the child, as the lab does), and is recorded in a process-wide registry of
 // groups that kill_all_registered() (async-signal-safe) kills. Destroying a
 // Process kills its whole group and reaps the leader.
 #pragma once
