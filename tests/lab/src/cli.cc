@@ -31,7 +31,8 @@ const char *const kUsage = R"(usage:
   iblab exec NAME [--timeout SEC] [--bg] [--ctl PATH] -- CMD...
       Runs CMD with /bin/sh -c in guest NAME of the running lab ($IBLAB_CTL),
       prints its output, exits with its status (255: lab error). The guest
-      kills CMD's process group after --timeout (default 600, 0: none).
+      kills CMD's process group after --timeout (default 600, 0: none); the
+      exit status is then 124.
       --bg: start CMD detached (output in /tmp/iblab-bg-<id>.log in the guest).
   iblab list [--ctl PATH]
   iblab check-dmesg FILE...    exit 1 if a file has WARNING/BUG/... lines

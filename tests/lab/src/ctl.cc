@@ -248,7 +248,7 @@ int ctl_exec(const std::string &ctl_path, const std::string &guest, const std::s
 			else if (e.flags & proto::kExitTimedOut)
 				err << "iblab exec: " << guest << ": command timed out after "
 				    << timeout.count() / 1000.0 << " s\n";
-			rc = (e.flags & proto::kExitError) ? 255 : e.status;
+			rc = (e.flags & proto::kExitError) ? 255 : (e.flags & proto::kExitTimedOut) ? 124 : e.status;
 			break;
 		}
 	}
