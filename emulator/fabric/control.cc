@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The fabric's control protocol: one command per line, words separated by
+// blanks, a reply starting with "ok" or "error:". Ports are named
+// <node>:<port>, node being a name, an id ("S-..."/"H-...") or a GUID.
+//
+//   help
+//   show links | nodes
+//   link <node>:<port> up|down
+//   drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]
+//        (packets leaving that port; deterministic for a seed)
+//   mtu <node>:<port> 256|512|1024|2048|4096
+//   latency <node>:<port> <ns> [rate]
+//   counters <node>:<port>
+//   capture start <file> [<node>:<port> ...] | capture stop
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "fabric/fabric.h"
+
+namespace ibemu::fabric {
+namespace {
+
+constexpr size_t kMaxLine = 1024;
+constexpr size_t kMaxWords = 64;
+
+const char* const kHelp =
+    "ok commands:\n"
+    "  show links | show nodes\n"
+    "  link <node>:<port> up|down\n"
+    "  drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]\n"
+    "  mtu <node>:<port> 256|512|1024|2048|4096\n"
+    "  latency <node>:<port> <ns> [rate]\n"
+    "  counters <node>:<port>\n"
+    "  capture start <file> [<node>:<port> ...] | capture stop";
+
+bool to_u64(std::string_view s, uint64_t* v)
+{
+    if (s.empty() || s.size() > 19)
+        return false;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v, 10);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool to_percent(std::string_view s, uint32_t* ppm)
+{
+    if (!s.empty() && s.back() == '%')
+        s.remove_suffix(1);
+    if (s.empty() || s.size() > 12)
+        return false;
+    double d = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(d) || d < 0 || d > 100)
+        return false;
+    *ppm = uint32_t(std::lround(d * 10000.0));
+    return true;
+}
+
+std::string error(const std::string& what) { return "error: " + what; }
+
+}  // namespace
+
+std::string Fabric::show_links() const
+{
+    std::ostringstream o;
+    o << "ok " << links_.size() << " links";
+    for (const auto& l : links_) {
+        const LinkCounters& a = l->counters(0);
+        const LinkCounters& b = l->counters(1);
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "\n%s %s mtu %u latency %lluns tx %llu/%llu drop(mtu %llu/%llu fault %llu/%llu down %llu/%llu)%s",
+                      l->name().c_str(), l->up() ? "up" : (l->admin_up() ? "waiting" : "down"),
+                      unsigned(l->params().mtu), (unsigned long long)l->latency_ns(),
+                      (unsigned long long)a.tx_packets, (unsigned long long)b.tx_packets,
+                      (unsigned long long)a.dropped_mtu, (unsigned long long)b.dropped_mtu,
+                      (unsigned long long)a.dropped_fault, (unsigned long long)b.dropped_fault,
+                      (unsigned long long)a.dropped_down, (unsigned long long)b.dropped_down,
+                      l->tap() ? " captured" : "");
+        o << line;
+    }
+    return o.str();
+}
+
+std::string Fabric::show_nodes() const
+{
+    std::ostringstream o;
+    o << "ok " << topo_.nodes.size() << " nodes";
+    for (unsigned i = 0; i < topo_.nodes.size(); ++i) {
+        const TopoNode& n = topo_.nodes[i];
+        char line[200];
+        std::snprintf(line, sizeof line, "\n%s %s %s guid 0x%016llx ports %u", node_label(i).c_str(),
+                      n.kind == TopoNode::Kind::Switch ? "switch" : "ca", n.id.c_str(),
+                      (unsigned long long)n.guid, n.num_ports);
+        o << line;
+        if (const Switch* sw = nodes_[i].sw.get()) {
+            o << " lid " << sw->lid() << " states";
+            for (unsigned p = 0; p <= sw->num_ports(); ++p)
+                o << ' ' << port_state_name(sw->port_state(p));
+        }
+    }
+    return o.str();
+}
+
+std::string Fabric::control(std::string_view line)
+{
+    if (line.size() > kMaxLine)
+        return error("line too long");
+    std::vector<std::string_view> w;
+    size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n'))
+            ++i;
+        size_t s = i;
+        while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '\n')
+            ++i;
+        if (i > s)
+            w.push_back(line.substr(s, i - s));
+        if (w.size() > kMaxWords)
+            return error("too many words");
+    }
+    for (std::string_view x : w)
+        for (char c : x)
+            if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7f)
+                return error("non-printable character");
+    if (w.empty())
+        return error("empty command (try help)");
+    if (!built_ && w[0] != "help")
+        return error("no fabric");
+
+    // <node>:<port> -> link and side.
+    auto port_arg = [&](std::string_view a, Link** l, unsigned* side, std::string* err) {
+        size_t c = a.rfind(':');
+        uint64_t port = 0;
+        if (c == std::string_view::npos || c == 0 || !to_u64(a.substr(c + 1), &port) || port > 254) {
+            *err = "expected <node>:<port>, got '" + std::string(a.substr(0, 64)) + "'";
+            return false;
+        }
+        std::string_view node = a.substr(0, c);
+        if (!topo_.find(node)) {
+            *err = "no node '" + std::string(node.substr(0, 64)) + "'";
+            return false;
+        }
+        *l = link_at(node, unsigned(port), side);
+        if (!*l) {
+            *err = "no link at " + std::string(a.substr(0, 80));
+            return false;
+        }
+        return true;
+    };
+
+    std::string err;
+    Link* l = nullptr;
+    unsigned side = 0;
+    std::string_view cmd = w[0];
+    if (cmd == "help")
+        return kHelp;
+    if (cmd == "show") {
+        if (w.size() == 2 && w[1] == "links")
+            return show_links();
+        if (w.size() == 2 && w[1] == "nodes")
+            return show_nodes();
+        return error("usage: show links|nodes");
+    }
+    if (cmd == "link") {
+        if (w.size() != 3 || (w[2] != "up" && w[2] != "down"))
+            return error("usage: link <node>:<port> up|down");
+        if (!port_arg(w[1], &l, &side, &err))
+            return error(err);
+        l->set_admin_up(w[2] == "up");
+        return "ok " + l->name() + (l->up() ? " up" : l->admin_up() ? " waiting for both ends" : " down");
+    }
+    if (cmd == "drop") {
+        if (w.size() < 3)
+            return error("usage: drop <node>:<port> off|<percent>|every <n> [seed <n>]");
+        if (!port_arg(w[1], &l, &side, &err))
+            return error(err);
+        FaultConfig f;
+        size_t next = 3;
+        if (w[2] == "off") {
+        } else if (w[2] == "every") {
+            uint64_t n = 0;
+            if (w.size() < 4 || !to_u64(w[3], &n) || n < 1 || n > 0xffffffffu)
+                return error("drop every: expected a count >= 1");
+            f.drop_every = uint32_t(n);
+            next = 4;
+        } else if (!to_percent(w[2], &f.drop_ppm)) {
+            return error("drop: expected off, every <n> or a percentage 0..100");
+        }
+        if (next < w.size()) {
+            uint64_t seed = 0;
+            if (w.size() != next + 2 || w[next] != "seed" || !to_u64(w[next + 1], &seed))
+                return error("drop: trailing words (only 'seed <n>')");
+            f.seed = seed;
+        }
+        l->set_fault(side, f);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "ok %s from side %u: every %u, %u ppm, seed %llu", l->name().c_str(), side,
+                      f.drop_every, f.drop_ppm, (unsigned long long)f.seed);
+        return buf;
+    }
+    if (cmd == "mtu") {
+        uint64_t m = 0;
+        if (w.size() != 3 || !to_u64(w[2], &m) || (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096))
+            return error("usage: mtu <node>:<port> 256|512|1024|2048|4096");
+        if (!port_arg(w[1], &l, &side, &err))
+            return error(err);
+        l->set_mtu(uint16_t(m));
+        return "ok " + l->name() + " mtu " + std::to_string(m);
+    }
+    if (cmd == "latency") {
+        uint64_t ns = 0;
+        if (w.size() < 3 || w.size() > 4 || !to_u64(w[2], &ns) || ns > 10000000000ull ||
+            (w.size() == 4 && w[3] != "rate"))
+            return error("usage: latency <node>:<port> <ns> [rate]");
+        if (!port_arg(w[1], &l, &side, &err))
+            return error(err);
+        l->set_latency(ns, w.size() == 4);
+        return "ok " + l->name() + " latency " + std::to_string(ns) + "ns" + (w.size() == 4 ? " rate" : "");
+    }
+    if (cmd == "counters") {
+        if (w.size() != 2)
+            return error("usage: counters <node>:<port>");
+        if (!port_arg(w[1], &l, &side, &err))
+            return error(err);
+        const LinkCounters& c = l->counters(side);
+        char buf[300];
+        std::snprintf(buf, sizeof buf,
+                      "ok tx_packets %llu tx_bytes %llu delivered %llu deferred %llu dropped_down %llu "
+                      "dropped_mtu %llu dropped_fault %llu dropped_overflow %llu dropped_loop %llu",
+                      (unsigned long long)c.tx_packets, (unsigned long long)c.tx_bytes,
+                      (unsigned long long)c.delivered, (unsigned long long)c.deferred,
+                      (unsigned long long)c.dropped_down, (unsigned long long)c.dropped_mtu,
+                      (unsigned long long)c.dropped_fault, (unsigned long long)c.dropped_overflow,
+                      (unsigned long long)c.dropped_loop);
+        return buf;
+    }
+    if (cmd == "capture") {
+        if (w.size() == 2 && w[1] == "stop") {
+            if (!capture_)
+                return error("not capturing");
+            uint64_t n = capture_->writer().packets();
+            std::string path = capture_->writer().path();
+            capture_stop();
+            return "ok " + path + " " + std::to_string(n) + " packets";
+        }
+        if (w.size() >= 3 && w[1] == "start") {
+            std::vector<Link*> sel;
+            for (size_t k = 3; k < w.size(); ++k) {
+                if (!port_arg(w[k], &l, &side, &err))
+                    return error(err);
+                sel.push_back(l);
+            }
+            if (!capture_start(std::string(w[2]), sel, &err))
+                return error(err);
+            return "ok capturing to " + std::string(w[2]);
+        }
+        return error("usage: capture start <file> [<node>:<port> ...] | capture stop");
+    }
+    return error("unknown command '" + std::string(cmd.substr(0, 32)) + "' (try help)");
+}
+
+}  // namespace ibemu::fabric

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// A physical link between two PortEndpoints (side 0 and side 1). Each side
+// transmits on the Wire the link gives it; the packet arrives at the other
+// side's receive().
+//
+// Delivery:
+//  - A link with zero latency and no rate model delivers synchronously,
+//    without a copy: the peer's receive() runs inside the sender's
+//    transmit() and sees the sender's own payload segments.
+//  - Otherwise the packet is copied into one of the link direction's
+//    preallocated slots and delivered by the Scheduler when due (latency
+//    plus, with the rate model, the serialisation time at width x speed).
+//    No allocation per packet; when every slot is in flight the packet is
+//    dropped and counted (a real link would stall on credits instead).
+//  - Order is kept per direction: while packets wait in a direction, later
+//    ones queue behind them.
+//  - An endpoint attached as non-reentrant (an HCA) never sees receive()
+//    while it is inside its own transmit() or receive(): such a packet is
+//    deferred to the next Scheduler::run_due(). Switch ports are reentrant.
+//  - A zero-latency chain deeper than kMaxSyncDepth (a forwarding loop) is
+//    dropped and counted.
+//
+// Checks, in order, on transmit: the link is up (else dropped_down), the
+// payload fits the link MTU (IBA 7.7.8: else dropped_mtu), fault injection
+// (dropped_fault). Capture taps see every packet that passed them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/clock.h"
+#include "fabric/packet.h"
+
+namespace ibemu::fabric {
+
+inline constexpr unsigned kMaxSyncDepth = 64;
+
+struct LinkConfig {
+    LinkParams params;
+    uint64_t latency_ns = 0;
+    bool model_rate = false;
+    unsigned slots = 32;           // deferred packets in flight per direction
+    uint32_t slot_payload = 4096;  // largest payload a slot holds
+};
+
+struct LinkCounters {
+    uint64_t tx_packets = 0;      // accepted onto the wire
+    uint64_t tx_bytes = 0;
+    uint64_t delivered = 0;
+    uint64_t deferred = 0;        // of those, through a slot
+    uint64_t dropped_down = 0;
+    uint64_t dropped_mtu = 0;
+    uint64_t dropped_fault = 0;
+    uint64_t dropped_overflow = 0;
+    uint64_t dropped_loop = 0;
+};
+
+// Fault injection, per direction, deterministic.
+struct FaultConfig {
+    uint32_t drop_every = 0;      // drop the Nth, 2Nth, ... packet (0: off)
+    uint32_t drop_ppm = 0;        // drop with this probability, parts per million
+    uint64_t seed = 1;
+};
+
+class Link;
+
+// Sees packets crossing a link (capture).
+class PacketTap {
+public:
+    virtual ~PacketTap() = default;
+    virtual void tap(const Link& link, unsigned from_side, const Packet& p, uint64_t now_ns) = 0;
+};
+
+// Data rate in bits per ns (= Gb/s) of an IBA LinkWidthActive x
+// LinkSpeedActive pair, after 8b/10b; 0 for an unknown encoding.
+double link_data_rate_gbps(uint8_t width, uint8_t speed);
+
+class Link {
+public:
+    Link(Scheduler& sched, std::string name, const LinkConfig& cfg);
+    ~Link();
+    Link(const Link&) = delete;
+    Link& operator=(const Link&) = delete;
+
+    const std::string& name() const { return name_; }
+
+    // Joins an endpoint to a side (replacing whatever was there, which is
+    // told the link went down). nullptr detaches. The link is physically up
+    // while administratively up and both sides are attached.
+    void attach(unsigned side, PortEndpoint* ep, bool reentrant);
+    PortEndpoint* endpoint(unsigned side) const { return ep_[side & 1]; }
+    // What the endpoint on `side` transmits on.
+    Wire& wire(unsigned side) { return dir_[side & 1]; }
+
+    void set_admin_up(bool up);
+    bool admin_up() const { return admin_up_; }
+    bool up() const { return phys_up_; }
+
+    const LinkParams& params() const { return cfg_.params; }
+    void set_mtu(uint16_t mtu) { cfg_.params.mtu = mtu; }
+    void set_latency(uint64_t ns, bool model_rate);
+    uint64_t latency_ns() const { return cfg_.latency_ns; }
+
+    void set_fault(unsigned from_side, const FaultConfig& f);
+    const FaultConfig& fault(unsigned from_side) const { return dir_[from_side & 1].fault; }
+    const LinkCounters& counters(unsigned from_side) const { return dir_[from_side & 1].ctr; }
+
+    void set_tap(PacketTap* t) { tap_ = t; }
+    PacketTap* tap() const { return tap_; }
+
+private:
+    struct Slot {
+        Packet pkt;
+        std::unique_ptr<uint8_t[]> payload;
+        uint64_t due = 0;
+    };
+    // One direction: side `from` transmits, the other side receives.
+    struct Direction final : Wire, TimedSource {
+        Link* link = nullptr;
+        unsigned from = 0;
+        FaultConfig fault;
+        uint64_t fault_count = 0;
+        uint64_t rng = 0;
+        LinkCounters ctr;
+        std::vector<Slot> ring;
+        unsigned head = 0, count = 0;
+        uint64_t busy_until = 0;
+
+        void transmit(const Packet& p) override;
+        uint64_t next_deadline() const override;
+        void fire(uint64_t now) override;
+        bool fault_drop();
+    };
+    struct SideState {
+        bool reentrant = true;
+        unsigned busy = 0;
+    };
+
+    void update_phys();
+    void deliver(Direction& d, const Packet& p);
+    void flush(Direction& d);
+
+    Scheduler& sched_;
+    std::string name_;
+    LinkConfig cfg_;
+    Direction dir_[2];
+    SideState side_[2];
+    PortEndpoint* ep_[2] = {nullptr, nullptr};
+    bool admin_up_ = true;
+    bool phys_up_ = false;
+    PacketTap* tap_ = nullptr;
+};
+
+}  // namespace ibemu::fabric

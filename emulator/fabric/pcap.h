@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Packet capture in pcap format with LINKTYPE_INFINIBAND (247): each record
+// is a whole packet as it is on the wire, LRH first, padded to 4 bytes, then
+// the ICRC (for IBA transport packets) and the VCRC (IBA 7.8).
+//
+//  - ICRC (IBA 7.8.1): CRC-32, polynomial 0x04C11DB7 (reflected 0xEDB88320),
+//    initial value all ones, complemented, over the packet from the LRH to
+//    the end of the payload with the variant fields replaced by ones: the
+//    whole LRH (8 bytes), in the GRH TClass, FlowLabel and HopLmt, and in
+//    the BTH the 8 reserved bits after the P_Key (resv8a, where FECN/BECN
+//    live). Sent least significant byte first.
+//  - VCRC (IBA 7.8.2): CRC-16, polynomial 0x100B (reflected 0xD008), initial
+//    value all ones, complemented, over everything from the LRH through the
+//    ICRC. Sent least significant byte first.
+//
+// The CRCs are computed only here: the fabric itself never needs them.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fabric/link.h"
+#include "fabric/packet.h"
+
+namespace ibemu::fabric {
+
+inline constexpr uint32_t kLinktypeInfiniband = 247;
+
+uint32_t crc32_ieee(std::span<const uint8_t> data, uint32_t crc = 0);  // standard CRC-32 (check "123456789" = 0xCBF43926)
+uint16_t crc16_vcrc(std::span<const uint8_t> data);                      // IBA VCRC engine
+
+// ICRC of a flat packet (LRH .. end of payload and pad).
+uint32_t compute_icrc(std::span<const uint8_t> pkt);
+// VCRC of a flat packet (LRH .. ICRC).
+uint16_t compute_vcrc(std::span<const uint8_t> pkt);
+
+// The packet as on the wire: headers, payload, pad, ICRC (if LNH says IBA
+// transport), VCRC. Returns the length written into out (resized).
+size_t wire_image(const Packet& p, std::vector<uint8_t>& out);
+
+class PcapWriter {
+public:
+    PcapWriter() = default;
+    ~PcapWriter() { close(); }
+    PcapWriter(const PcapWriter&) = delete;
+    PcapWriter& operator=(const PcapWriter&) = delete;
+
+    // Creates (truncates) the file and writes the global header
+    // (nanosecond-resolution magic 0xa1b23c4d, version 2.4, linktype 247).
+    bool open(const std::string& path, std::string* error);
+    bool is_open() const { return f_ != nullptr; }
+    void write(const Packet& p, uint64_t time_ns);
+    void close();
+    uint64_t packets() const { return packets_; }
+    const std::string& path() const { return path_; }
+
+private:
+    FILE* f_ = nullptr;
+    std::string path_;
+    std::vector<uint8_t> buf_;
+    uint64_t packets_ = 0;
+};
+
+// A tap that writes every packet crossing the links it is set on.
+class Capture final : public PacketTap {
+public:
+    PcapWriter& writer() { return w_; }
+    void tap(const Link& link, unsigned from_side, const Packet& p, uint64_t now_ns) override;
+
+private:
+    PcapWriter w_;
+};
+
+}  // namespace ibemu::fabric

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// For the fabric's tests: a port that records what reaches it and sends
+// what a subnet manager or a traffic source would, with real wire headers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "fabric/headers.h"
+#include "fabric/packet.h"
+
+namespace ibemu::fabric::test {
+
+using Mad = std::array<uint8_t, kMadSize>;
+
+struct RxPacket {
+    std::vector<uint8_t> bytes;  // flattened
+    const uint8_t* first_payload = nullptr;
+    PacketView view;
+    std::span<const uint8_t> mad() const
+    {
+        size_t off = view.bth_offset + bth::kSize + deth::kSize;
+        return bytes.size() >= off + kMadSize ? std::span<const uint8_t>(bytes.data() + off, kMadSize)
+                                              : std::span<const uint8_t>();
+    }
+};
+
+class TestPort : public PortEndpoint {
+public:
+    Wire* wire = nullptr;
+    bool up = false;
+    LinkParams params;
+    std::vector<bool> link_events;
+    std::vector<RxPacket> rx;
+    unsigned port_num = 1;
+
+    void receive(const Packet& p) override
+    {
+        RxPacket r;
+        r.bytes.resize(p.hdr_len + p.payload_len);
+        flatten(p, r.bytes);
+        r.first_payload = p.nseg ? p.seg[0].data : nullptr;
+        r.view = view_packet(p);
+        rx.push_back(std::move(r));
+    }
+    void link_changed(bool u, const LinkParams& lp) override
+    {
+        up = u;
+        params = lp;
+        link_events.push_back(u);
+    }
+
+    // A UD packet on VL0 with the given payload.
+    void send_data(uint16_t dlid, uint16_t slid, std::span<const uint8_t> payload, uint32_t qp = 2)
+    {
+        Packet p;
+        UdAddress a;
+        a.dlid = dlid;
+        a.slid = slid;
+        a.dest_qp = qp;
+        a.src_qp = qp;
+        a.qkey = 0x11111111;
+        build_ud(p, a, payload);
+        wire->transmit(p);
+    }
+
+    // An SMP on VL15 to QP0.
+    void send_smp(const Mad& mad, uint16_t dlid = kPermissiveLid, uint16_t slid = kPermissiveLid)
+    {
+        Packet p;
+        UdAddress a;
+        a.dlid = dlid;
+        a.slid = slid;
+        a.vl = kSmpVl;
+        build_ud(p, a, mad);
+        wire->transmit(p);
+    }
+};
+
+// A directed route SMP as the SM's own SMI sends it: hop pointer already
+// moved to 1 (C14-9:1). `path` lists the ports to leave by, the first being
+// the SM's own port.
+inline Mad dr_smp(uint8_t method, uint16_t attr, uint32_t mod, std::vector<uint8_t> path, uint64_t tid = 0x1234)
+{
+    Mad m{};
+    std::span<uint8_t> s(m);
+    mad::kBaseVersion.set(s, 1);
+    mad::kMgmtClass.set(s, mad::kClassSmpDr);
+    mad::kClassVersion.set(s, 1);
+    mad::kMethod.set(s, method);
+    mad::kTid.set(s, tid);
+    mad::kAttrId.set(s, attr);
+    mad::kAttrMod.set(s, mod);
+    smp::kHopCount.set(s, path.size());
+    smp::kHopPointer.set(s, path.empty() ? 0 : 1);
+    smp::kDrSlid.set(s, kPermissiveLid);
+    smp::kDrDlid.set(s, kPermissiveLid);
+    for (size_t i = 0; i < path.size(); ++i)
+        m[smp::kInitialPathOffset + 1 + i] = path[i];
+    return m;
+}
+
+inline Mad lid_smp(uint8_t method, uint16_t attr, uint32_t mod, uint64_t tid = 0x4321)
+{
+    Mad m{};
+    std::span<uint8_t> s(m);
+    mad::kBaseVersion.set(s, 1);
+    mad::kMgmtClass.set(s, mad::kClassSmpLid);
+    mad::kClassVersion.set(s, 1);
+    mad::kMethod.set(s, method);
+    mad::kTid.set(s, tid);
+    mad::kAttrId.set(s, attr);
+    mad::kAttrMod.set(s, mod);
+    return m;
+}
+
+inline std::span<uint8_t> smp_data(Mad& m) { return std::span<uint8_t>(m).subspan(smp::kDataOffset, smp::kDataSize); }
+inline std::span<const uint8_t> smp_data(std::span<const uint8_t> m) { return m.subspan(smp::kDataOffset, smp::kDataSize); }
+
+}  // namespace ibemu::fabric::test
