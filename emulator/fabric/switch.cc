@@ -108,7 +108,7 @@ constexpr uint32_t kSwitchCapMask = (1u << 3) | (1u << 6);
 namespace notice {
 constexpr Field kIsGeneric{0, 1, 7, 1};
 constexpr Field kType{0, 1, 0, 7};
-constexpr Field kProducerType{1, 4, 0, 24};
+constexpr Field kProducerType{0, 4, 0, 24};  // bytes 1..3
 constexpr Field kTrapNumber{4, 2, 0, 16};
 constexpr Field kIssuerLid{6, 2, 0, 16};
 constexpr Field kToggleCount{8, 2, 0, 16};

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "fabric/switch.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "fabric/fabric.h"
+#include "fabric/test_support.h"
+
+namespace ibemu::fabric {
+namespace {
+
+using test::Mad;
+using test::TestPort;
+
+// PortInfo fields the tests look at (IBA 14.2.5.6).
+constexpr Field kPiLid{16, 2, 0, 16};
+constexpr Field kPiSmLid{18, 2, 0, 16};
+constexpr Field kPiLocalPort{28, 1, 0, 8};
+constexpr Field kPiState{32, 1, 0, 4};
+constexpr Field kPiPhys{33, 1, 4, 4};
+constexpr Field kPiNeighborMtu{36, 1, 4, 4};
+constexpr Field kSiLftTop{6, 2, 0, 16};
+constexpr Field kSiPsc{11, 1, 2, 1};
+
+struct SwitchTest : ::testing::Test {
+    VirtualClock clock;
+    Fabric fab{clock};
+    std::map<std::string, TestPort> hosts;
+
+    void build(const char* spec)
+    {
+        std::string err;
+        ASSERT_TRUE(fab.build_spec(spec, &err)) << err;
+        for (HcaPort* hp : fab.hca_ports()) {
+            TestPort& t = hosts[hp->node_name()];
+            t.wire = &hp->attach(&t);
+        }
+    }
+    TestPort& sm() { return hosts["vm0"]; }
+
+    // Sends an SMP from the SM (vm0) and returns the one packet that came
+    // back, once the fabric settled.
+    std::optional<Mad> request(const Mad& m, uint16_t dlid = kPermissiveLid, uint16_t slid = kPermissiveLid)
+    {
+        size_t before = sm().rx.size();
+        sm().send_smp(m, dlid, slid);
+        fab.run_due();
+        if (sm().rx.size() != before + 1)
+            return std::nullopt;
+        auto s = sm().rx.back().mad();
+        if (s.size() != kMadSize)
+            return std::nullopt;
+        Mad r;
+        std::copy(s.begin(), s.end(), r.begin());
+        return r;
+    }
+
+    std::optional<Mad> dr(uint8_t method, uint16_t attr, uint32_t mod, std::vector<uint8_t> path,
+                          const Mad* payload = nullptr)
+    {
+        Mad m = test::dr_smp(method, attr, mod, path);
+        if (payload)
+            std::copy(payload->begin() + smp::kDataOffset, payload->begin() + smp::kDataOffset + smp::kDataSize,
+                      m.begin() + smp::kDataOffset);
+        return request(m);
+    }
+
+    // Set(PortInfo) of switch port `port` through a one-hop path, changing
+    // only the fields `edit` touches in the current PortInfo.
+    template <typename F>
+    std::optional<Mad> set_port_info(std::vector<uint8_t> path, unsigned port, F edit)
+    {
+        auto cur = dr(mad::kMethodGet, smp::kAttrPortInfo, port, path);
+        if (!cur)
+            return std::nullopt;
+        Mad m = *cur;
+        auto d = test::smp_data(m);
+        kPiState.set(d, 0);
+        kPiPhys.set(d, 0);
+        edit(d);
+        return dr(mad::kMethodSet, smp::kAttrPortInfo, port, path, &m);
+    }
+
+    // Gives the switch (one hop away) LID `lid`, the SM LID 1, a route for
+    // every HCA LID (vm<i> gets LID i+1 on port i+1) and top; brings all
+    // its connected ports to ACTIVE.
+    void configure_star(unsigned nhosts, uint16_t sw_lid)
+    {
+        ASSERT_TRUE(set_port_info({1}, 0, [&](std::span<uint8_t> d) {
+            kPiLid.set(d, sw_lid);
+            kPiSmLid.set(d, 1);
+        }));
+        Mad lft{};
+        auto d = test::smp_data(lft);
+        std::fill(d.begin(), d.end(), 0xff);
+        for (unsigned i = 0; i < nhosts; ++i)
+            d[i + 1] = uint8_t(i + 1);
+        d[sw_lid] = 0;
+        auto r = dr(mad::kMethodSet, smp::kAttrLft, 0, {1}, &lft);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+        auto si = dr(mad::kMethodGet, smp::kAttrSwitchInfo, 0, {1});
+        ASSERT_TRUE(si);
+        kSiLftTop.set(test::smp_data(*si), 63);
+        ASSERT_TRUE(dr(mad::kMethodSet, smp::kAttrSwitchInfo, 0, {1}, &*si));
+        for (unsigned p = 1; p <= nhosts; ++p) {
+            for (uint8_t st : {uint8_t(PortState::Armed), uint8_t(PortState::Active)}) {
+                auto rr = set_port_info({1}, p, [&](std::span<uint8_t> pd) { kPiState.set(pd, st); });
+                ASSERT_TRUE(rr);
+                ASSERT_EQ(smp::kDrStatus.get(*rr), 0u);
+            }
+        }
+    }
+};
+
+TEST_F(SwitchTest, DirectedRouteNodeInfoThroughOneSwitch)
+{
+    build("star:2");
+    auto r = dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1});
+    ASSERT_TRUE(r);
+    std::span<const uint8_t> m(*r);
+    EXPECT_EQ(mad::kMethod.get(m), mad::kMethodGetResp);
+    EXPECT_EQ(smp::kDirection.get(m), 1u);
+    EXPECT_EQ(smp::kDrStatus.get(m), 0u);
+    EXPECT_EQ(smp::kHopPointer.get(m), 1u);  // C14-13:1 moved it back
+    EXPECT_EQ(mad::kTid.get(m), 0x1234u);
+    EXPECT_EQ(m[smp::kReturnPathOffset + 1], 1);  // entered on port 1
+    auto d = test::smp_data(m);
+    EXPECT_EQ(d[2], 2);  // switch
+    EXPECT_EQ(d[3], 8);  // ports
+    EXPECT_EQ(be64(d, 12), fab.find_switch("sw0")->config().node_guid);
+    EXPECT_EQ(d[36], 1);  // LocalPortNum
+    // On the wire: VL15, permissive LIDs, QP0.
+    const PacketView& v = sm().rx.back().view;
+    EXPECT_EQ(v.vl, 15);
+    EXPECT_EQ(v.dlid, kPermissiveLid);
+    EXPECT_EQ(v.dest_qp, 0u);
+
+    auto nd = dr(mad::kMethodGet, smp::kAttrNodeDesc, 0, {1});
+    ASSERT_TRUE(nd);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(nd->data() + smp::kDataOffset)), "sw0");
+}
+
+TEST_F(SwitchTest, DirectedRouteThroughTwoSwitchesAndBack)
+{
+    build("chain:2");  // vm0 on sw0:1, vm1 on sw1:1, sw0:8 - sw1:8
+    Switch* sw1 = fab.find_switch("sw1");
+    ASSERT_NE(sw1, nullptr);
+    auto r = dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1, 8});
+    ASSERT_TRUE(r);
+    auto d = test::smp_data(*r);
+    EXPECT_EQ(be64(d, 12), sw1->config().node_guid);
+    EXPECT_EQ(d[36], 8);
+    EXPECT_EQ((*r)[smp::kReturnPathOffset + 1], 1);
+    EXPECT_EQ((*r)[smp::kReturnPathOffset + 2], 8);
+    EXPECT_EQ(smp::kHopPointer.get(*r), 1u);
+
+    auto pi = dr(mad::kMethodGet, smp::kAttrPortInfo, 1, {1, 8});
+    ASSERT_TRUE(pi);
+    auto pd = test::smp_data(*pi);
+    EXPECT_EQ(kPiState.get(pd), uint64_t(PortState::Init));  // vm1 is attached
+    EXPECT_EQ(kPiPhys.get(pd), uint64_t(PhysState::LinkUp));
+    EXPECT_EQ(kPiLocalPort.get(pd), 8u);
+    auto pi7 = dr(mad::kMethodGet, smp::kAttrPortInfo, 7, {1, 8});
+    ASSERT_TRUE(pi7);
+    EXPECT_EQ(kPiState.get(test::smp_data(*pi7)), uint64_t(PortState::Down));
+    EXPECT_EQ(kPiPhys.get(test::smp_data(*pi7)), uint64_t(PhysState::Polling));
+
+    // Three hops: through both switches to vm1 (a CA, our test port): it
+    // sees the SMP with the hop pointer at the hop count (C14-9:3).
+    sm().send_smp(test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1, 8, 1}));
+    fab.run_due();
+    ASSERT_EQ(hosts["vm1"].rx.size(), 1u);
+    auto m = hosts["vm1"].rx[0].mad();
+    EXPECT_EQ(smp::kHopPointer.get(m), 3u);
+    EXPECT_EQ(m[smp::kReturnPathOffset + 1], 1);
+    EXPECT_EQ(m[smp::kReturnPathOffset + 2], 8);
+}
+
+TEST_F(SwitchTest, DirectedRouteRulesDropBadSmps)
+{
+    build("chain:2");
+    Switch* sw0 = fab.find_switch("sw0");
+    // A path through a port the switch does not have (C14-9:2).
+    EXPECT_FALSE(dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1, 99, 1}));
+    // Out of a port that is down: nothing comes back.
+    EXPECT_FALSE(dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1, 5}));
+    // Hop count 64 (C14-6).
+    Mad m = test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1});
+    smp::kHopCount.set(m, 64);
+    EXPECT_FALSE(request(m));
+    // Hop pointer 0 on the wire (C14-9:1: the sender increments it).
+    m = test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1});
+    smp::kHopPointer.set(m, 0);
+    EXPECT_FALSE(request(m));
+    // A data packet on VL15 that is not for QP0.
+    EXPECT_GE(sw0->dropped_smps(), 3u);
+    // Unknown attribute: answered with status.
+    auto r = dr(mad::kMethodGet, smp::kAttrSmInfo, 0, {1});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusUnsupMethodAttr);
+    r = dr(0x06, smp::kAttrNodeInfo, 0, {1});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusUnsupMethod);
+    r = dr(mad::kMethodGet, smp::kAttrPortInfo, 9, {1});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
+}
+
+TEST_F(SwitchTest, PortStateMachineFollowsSetPortInfo)
+{
+    build("star:2");
+    Switch* sw = fab.find_switch("sw0");
+    EXPECT_EQ(sw->port_state(2), PortState::Init);
+    EXPECT_EQ(sw->port_state(3), PortState::Down);
+    auto set = [&](unsigned port, PortState s) {
+        auto r = set_port_info({1}, port, [&](std::span<uint8_t> d) { kPiState.set(d, uint8_t(s)); });
+        return r ? uint16_t(smp::kDrStatus.get(*r)) : uint16_t(0xffff);
+    };
+    // INIT -> ACTIVE skips ARMED: refused, nothing changes.
+    EXPECT_EQ(set(2, PortState::Active), mad::kStatusInvalidField);
+    EXPECT_EQ(sw->port_state(2), PortState::Init);
+    EXPECT_EQ(set(2, PortState::Init), mad::kStatusInvalidField);
+    EXPECT_EQ(set(2, PortState::Armed), 0);
+    EXPECT_EQ(sw->port_state(2), PortState::Armed);
+    EXPECT_EQ(set(2, PortState::Armed), 0);
+    EXPECT_EQ(set(2, PortState::Active), 0);
+    EXPECT_EQ(sw->port_state(2), PortState::Active);
+    // The response carries the new state.
+    auto r = dr(mad::kMethodGet, smp::kAttrPortInfo, 2, {1});
+    EXPECT_EQ(kPiState.get(test::smp_data(*r)), uint64_t(PortState::Active));
+    // DOWN: the link retrains, the port is back in INIT.
+    EXPECT_EQ(set(2, PortState::Down), 0);
+    EXPECT_EQ(sw->port_state(2), PortState::Init);
+    // A port without a link cannot be armed.
+    EXPECT_EQ(set(3, PortState::Armed), mad::kStatusInvalidField);
+    // Port 0 has its own state.
+    EXPECT_EQ(sw->port_state(0), PortState::Init);
+    EXPECT_EQ(set(0, PortState::Armed), 0);
+    EXPECT_EQ(set(0, PortState::Active), 0);
+    EXPECT_EQ(sw->port_state(0), PortState::Active);
+    // NeighborMTU above MTUCap is refused.
+    r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiNeighborMtu.set(d, 5); });
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
+    r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiNeighborMtu.set(d, 3); });
+    EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
+    EXPECT_EQ(kPiNeighborMtu.get(test::smp_data(*r)), 3u);
+}
+
+TEST_F(SwitchTest, DisablingAPortTakesTheLinkDown)
+{
+    build("star:2");
+    Switch* sw = fab.find_switch("sw0");
+    auto r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiPhys.set(d, uint8_t(PhysState::Disabled)); });
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(hosts["vm1"].up);
+    EXPECT_EQ(sw->phys_state(2), PhysState::Disabled);
+    EXPECT_EQ(sw->port_state(2), PortState::Down);
+    r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiPhys.set(d, uint8_t(PhysState::Polling)); });
+    EXPECT_TRUE(hosts["vm1"].up);
+    EXPECT_EQ(sw->port_state(2), PortState::Init);
+}
+
+TEST_F(SwitchTest, LftProgrammingThenLidRoutedDelivery)
+{
+    build("star:3");
+    Switch* sw = fab.find_switch("sw0");
+    uint8_t payload[32] = {0xab};
+    // Before configuration the ingress port is INIT: data is dropped.
+    sm().send_data(2, 1, payload);
+    EXPECT_TRUE(hosts["vm1"].rx.empty());
+    EXPECT_EQ(sw->counters(1).rcv_discards, 1u);
+
+    configure_star(3, 10);
+    EXPECT_EQ(sw->lid(), 10);
+    EXPECT_EQ(sw->lft(2), 2);
+    auto blk = dr(mad::kMethodGet, smp::kAttrLft, 0, {1});
+    ASSERT_TRUE(blk);
+    EXPECT_EQ((*blk)[smp::kDataOffset + 3], 3);
+    EXPECT_EQ((*blk)[smp::kDataOffset + 4], 0xff);
+
+    sm().send_data(2, 1, payload);
+    sm().send_data(3, 1, payload);
+    ASSERT_EQ(hosts["vm1"].rx.size(), 1u);
+    ASSERT_EQ(hosts["vm2"].rx.size(), 1u);
+    EXPECT_EQ(hosts["vm1"].rx[0].view.dlid, 2);
+    EXPECT_EQ(hosts["vm1"].rx[0].first_payload, payload);  // zero copy through the switch
+    // Unknown DLID, DLID above LinearFDBTop, back out of the ingress port.
+    sm().send_data(7, 1, payload);
+    sm().send_data(100, 1, payload);
+    sm().send_data(1, 1, payload);
+    EXPECT_EQ(sw->counters(1).xmit_discards, 3u);
+    // Egress port not ACTIVE: dropped.
+    auto r = set_port_info({1}, 3, [&](std::span<uint8_t> d) { kPiState.set(d, uint8_t(PortState::Down)); });
+    ASSERT_TRUE(r);
+    sm().send_data(3, 1, payload);
+    EXPECT_EQ(hosts["vm2"].rx.size(), 1u);
+    EXPECT_EQ(sw->counters(3).xmit_discards, 1u);
+
+    // A LID routed SMP to the switch's LID is answered to the SLID.
+    auto lr = request(test::lid_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0), 10, 1);
+    ASSERT_TRUE(lr);
+    EXPECT_EQ(mad::kMgmtClass.get(*lr), mad::kClassSmpLid);
+    EXPECT_EQ(mad::kStatus.get(*lr), 0u);
+    EXPECT_EQ(sm().rx.back().view.dlid, 1);
+    EXPECT_EQ(sm().rx.back().view.slid, 10);
+}
+
+TEST_F(SwitchTest, DirectedRouteWithLidRoutedParts)
+{
+    // SM on vm0 (LID 1) -> LID routed to sw1 (LID 20) -> DR one hop to
+    // vm1's port... here: DR zero-hop to sw1's own SMA via DrSLID = 1.
+    build("chain:2");
+    // Configure sw0 (one hop) and sw1 (two hops) with LIDs and routes.
+    ASSERT_TRUE(set_port_info({1}, 0, [&](std::span<uint8_t> d) { kPiLid.set(d, 10); kPiSmLid.set(d, 1); }));
+    ASSERT_TRUE(set_port_info({1, 8}, 0, [&](std::span<uint8_t> d) { kPiLid.set(d, 20); kPiSmLid.set(d, 1); }));
+    auto program = [&](std::vector<uint8_t> path, std::map<unsigned, uint8_t> routes) {
+        Mad lft{};
+        auto d = test::smp_data(lft);
+        std::fill(d.begin(), d.end(), 0xff);
+        for (auto [lid, port] : routes)
+            d[lid] = port;
+        ASSERT_TRUE(dr(mad::kMethodSet, smp::kAttrLft, 0, path, &lft));
+    };
+    program({1}, {{1, 1}, {10, 0}, {20, 8}});
+    program({1, 8}, {{1, 8}, {10, 8}, {20, 0}});
+    // DR SMP: DrSLID = 1 (the SM), LID routed from vm0 to sw0 (LID 10),
+    // then directed 1 hop out of port 8 to sw1, hop count 1.
+    Mad m = test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {8});
+    smp::kHopPointer.set(m, 0);
+    smp::kDrSlid.set(m, 1);
+    auto r = request(m, 10, 1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(be64(test::smp_data(*r), 12), fab.find_switch("sw1")->config().node_guid);
+    EXPECT_EQ(smp::kHopPointer.get(*r), 0u);
+    EXPECT_EQ(sm().rx.back().view.dlid, 1);   // LID routed back to DrSLID
+    EXPECT_EQ(sm().rx.back().view.slid, 10);  // by sw0, which ended the DR part
+
+    // DrDLID: DR one hop to sw0, then LID routed to sw1 (LID 20).
+    m = test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1});
+    smp::kDrDlid.set(m, 20);
+    r = request(m);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(be64(test::smp_data(*r), 12), fab.find_switch("sw1")->config().node_guid);
+    EXPECT_EQ(smp::kHopPointer.get(*r), 1u);
+}
+
+TEST_F(SwitchTest, MulticastByMft)
+{
+    build("star:3");
+    configure_star(3, 10);
+    Mad mft{};
+    auto d = test::smp_data(mft);
+    put_be16(d, 0, 0x000e);  // MLID 0xC000: ports 1, 2, 3
+    put_be16(d, 2, 0x0004);  // MLID 0xC001: port 2 only
+    auto r = dr(mad::kMethodSet, smp::kAttrMft, 0, {1}, &mft);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
+    EXPECT_EQ(be16(test::smp_data(*r), 0), 0x000e);
+    uint8_t payload[16] = {};
+    hosts["vm1"].send_data(0xc000, 2, payload);
+    size_t sm_before = sm().rx.size();
+    hosts["vm1"].send_data(0xc000, 2, payload);
+    EXPECT_EQ(sm().rx.size(), sm_before + 1);
+    EXPECT_EQ(hosts["vm2"].rx.size(), 2u);
+    EXPECT_EQ(hosts["vm1"].rx.size(), 0u);  // never back out of the ingress port
+    sm().send_data(0xc001, 1, payload);
+    EXPECT_EQ(hosts["vm1"].rx.size(), 1u);
+    EXPECT_EQ(hosts["vm2"].rx.size(), 2u);
+    // A bad position is refused.
+    r = dr(mad::kMethodGet, smp::kAttrMft, 1u << 28, {1});
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
+}
+
+TEST_F(SwitchTest, LinkDownRaisesLinkChangedAndTrap128)
+{
+    build("star:3");
+    Switch* sw = fab.find_switch("sw0");
+    // Without a LID nothing is sent, but PortStateChange is set.
+    configure_star(3, 10);
+    auto si = dr(mad::kMethodGet, smp::kAttrSwitchInfo, 0, {1});
+    ASSERT_TRUE(si);
+    // Clear PortStateChange by writing 1.
+    kSiPsc.set(test::smp_data(*si), 1);
+    auto cleared = dr(mad::kMethodSet, smp::kAttrSwitchInfo, 0, {1}, &*si);
+    EXPECT_EQ(kSiPsc.get(test::smp_data(*cleared)), 0u);
+    EXPECT_FALSE(sw->port_state_change());
+
+    size_t before = sm().rx.size();
+    EXPECT_EQ(fab.control("link vm2:1 down").substr(0, 2), "ok");
+    fab.run_due();
+    EXPECT_FALSE(hosts["vm2"].up);
+    EXPECT_EQ(hosts["vm2"].link_events.back(), false);
+    EXPECT_EQ(sw->port_state(3), PortState::Down);
+    EXPECT_TRUE(sw->port_state_change());
+    ASSERT_EQ(sm().rx.size(), before + 1);
+    const test::RxPacket& t = sm().rx.back();
+    EXPECT_EQ(t.view.vl, 15);
+    EXPECT_EQ(t.view.dlid, 1);
+    EXPECT_EQ(t.view.slid, 10);
+    auto m = t.mad();
+    EXPECT_EQ(mad::kMgmtClass.get(m), mad::kClassSmpLid);
+    EXPECT_EQ(mad::kMethod.get(m), mad::kMethodTrap);
+    EXPECT_EQ(mad::kAttrId.get(m), smp::kAttrNotice);
+    auto d = test::smp_data(m);
+    EXPECT_EQ(d[0], 0x81);               // generic, urgent
+    EXPECT_EQ(be32(d, 0) & 0xffffff, 2u);  // producer: switch
+    EXPECT_EQ(be16(d, 4), 128);
+    EXPECT_EQ(be16(d, 6), 10);           // issuer LID
+    EXPECT_EQ(be16(d, 10), 10);          // LIDADDR
+    // And again when it comes back.
+    fab.control("link vm2:1 up");
+    EXPECT_EQ(sm().rx.size(), before + 2);
+    EXPECT_EQ(sw->port_state(3), PortState::Init);
+    // A TrapRepress is taken silently.
+    Mad rep = test::lid_smp(mad::kMethodTrapRepress, smp::kAttrNotice, 0);
+    EXPECT_FALSE(request(rep, 10, 1));
+}
+
+TEST_F(SwitchTest, TablesRoundTrip)
+{
+    build("star:2");
+    Mad pk{};
+    put_be16(test::smp_data(pk), 0, 0xffff);
+    put_be16(test::smp_data(pk), 2, 0x8001);
+    auto r = dr(mad::kMethodSet, smp::kAttrPkeyTable, (2u << 16) | 0, {1}, &pk);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
+    EXPECT_EQ(be16(test::smp_data(*r), 2), 0x8001);
+    r = dr(mad::kMethodGet, smp::kAttrPkeyTable, (1u << 16) | 1, {1});
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
+
+    Mad sl{};
+    test::smp_data(sl)[0] = 0x01;
+    r = dr(mad::kMethodSet, smp::kAttrSlToVl, (1u << 8) | 2, {1}, &sl);
+    EXPECT_EQ(test::smp_data(*r)[0], 0x01);
+    r = dr(mad::kMethodGet, smp::kAttrSlToVl, (2u << 8) | 1, {1});
+    EXPECT_EQ(test::smp_data(*r)[0], 0x00);
+
+    Mad va{};
+    test::smp_data(va)[1] = 0x20;
+    r = dr(mad::kMethodSet, smp::kAttrVlArb, (1u << 16) | 2, {1}, &va);
+    EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
+    EXPECT_EQ(test::smp_data(*r)[1], 0x20);
+    r = dr(mad::kMethodGet, smp::kAttrVlArb, (5u << 16) | 2, {1});
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
+
+    r = dr(mad::kMethodGet, smp::kAttrGuidInfo, 0, {1});
+    EXPECT_EQ(be64(test::smp_data(*r), 0), fab.find_switch("sw0")->config().node_guid);
+    r = dr(mad::kMethodSet, smp::kAttrNodeInfo, 0, {1});
+    EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusUnsupMethodAttr);
+}
+
+}  // namespace
+}  // namespace ibemu::fabric
