@@ -13,9 +13,10 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
 export IBSTACK_CACHE := $(CACHE)
+SHELL := /bin/bash
 
 .PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
-	check-lint checkpatch demo clean help
+	check-lint check-tests checkpatch demo clean help
 
 all: modules cpp
 
@@ -77,15 +78,21 @@ check:
 	$(MAKE) --no-print-directory all && \
 	$(MAKE) --no-print-directory qemu && \
 	$(MAKE) --no-print-directory check-lint && \
-	$(MAKE) --no-print-directory check-unit && \
-	$(MAKE) --no-print-directory check-vm; rc=$$?; \
+	$(MAKE) --no-print-directory check-tests; rc=$$?; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
 	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
+	grep -h "tests passed.*tests failed out of" $(BUILD)/ctest.log 2>/dev/null | tail -1; \
 	exit $$rc
 
 check-lint: checkpatch
 	$(MAKE) --no-print-directory modules C=2 W=1
+
+# Unit tests (label unit), VM tests (label vm: they take a lock, so they run
+# one at a time beside the unit tests) and short benchmark runs (label bench).
+check-tests: cpp
+	@set -o pipefail; cd $(BUILD) && \
+	ctest --output-on-failure -L 'unit|vm|bench' -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(BUILD)/ctest.log
 
 check-unit: cpp
 	cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS)
