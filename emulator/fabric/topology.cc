@@ -203,6 +203,7 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
             pp.speed = 1;
             if (!take_bracket_num(s, &pp.port))
                 return fail("bad port number");
+            s = trim(s);
             if (!skip_paren(s))
                 return fail("bad port GUID");
             s = trim(s);
@@ -217,6 +218,7 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
             s = trim(s);
             if (!take_bracket_num(s, &pp.peer_port))
                 return fail("expected [port] after the peer id");
+            s = trim(s);
             if (!skip_paren(s))
                 return fail("bad peer port GUID");
             s = trim(s);

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "fabric/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fabric/fabric.h"
+#include "fabric/test_support.h"
+
+namespace ibemu::fabric {
+namespace {
+
+// Written by hand in the format ibnetdiscover prints: a 24-port switch with
+// three 2-port HCAs, each on its port 1.
+const char kThreeHcas[] = R"(#
+# Topology file: generated on Sat Nov 21 06:00:00 2026
+#
+# Initiated from node 0002c903000a1b2c port 0002c903000a1b2d
+
+vendid=0x2c9
+devid=0xb924
+sysimgguid=0x2c90200400cb3
+switchguid=0x2c90200400cb0(2c90200400cb0)
+Switch	24 "S-0002c90200400cb0"		# "MT47396 Infiniscale-III Mellanox Technologies" base port 0 lid 4 lmc 0
+[1]	"H-0002c903000a1b2c"[1](2c903000a1b2d) 		# "vm0 HCA-1" lid 1 4xSDR
+[2]	"H-0002c903000a1c3c"[1](2c903000a1c3d) 		# "vm1 HCA-1" lid 2 4xDDR
+[3]	"H-0002c903000a1d4c"[1](2c903000a1d4d) 		# "vm2 HCA-1" lid 3 1xSDR
+
+vendid=0x2c9
+devid=0x6282
+sysimgguid=0x2c903000a1b2f
+caguid=0x2c903000a1b2c
+Ca	2 "H-0002c903000a1b2c"		# "vm0 HCA-1"
+[1](2c903000a1b2d) 	"S-0002c90200400cb0"[1]		# lid 1 lmc 0 "MT47396 Infiniscale-III Mellanox Technologies" lid 4 4xSDR
+
+vendid=0x2c9
+devid=0x6282
+sysimgguid=0x2c903000a1c3f
+caguid=0x2c903000a1c3c
+Ca	2 "H-0002c903000a1c3c"		# "vm1 HCA-1"
+[1](2c903000a1c3d) 	"S-0002c90200400cb0"[2]		# lid 2 lmc 0 "MT47396 Infiniscale-III Mellanox Technologies" lid 4 4xDDR
+
+vendid=0x2c9
+devid=0x6282
+sysimgguid=0x2c903000a1d4f
+caguid=0x2c903000a1d4c
+Ca	2 "H-0002c903000a1d4c"		# "vm2 HCA-1"
+[1](2c903000a1d4d) 	"S-0002c90200400cb0"[3]		# lid 3 lmc 0 "MT47396 Infiniscale-III Mellanox Technologies" lid 4 1xSDR
+)";
+
+// Two HCAs cabled back to back (what ibnetdiscover prints from vm0).
+const char kBackToBack[] = R"(#
+# Topology file: generated on Sat Nov 21 06:00:00 2026
+#
+# Initiated from node 0002c903000a1b2c port 0002c903000a1b2d
+
+vendid=0x2c9
+devid=0x6282
+sysimgguid=0x2c903000a1c3f
+caguid=0x2c903000a1c3c
+Ca	2 "H-0002c903000a1c3c"		# "vm1 mthca0"
+[1](2c903000a1c3d) 	"H-0002c903000a1b2c"[1] (2c903000a1b2d) 		# lid 2 lmc 0 "vm0 mthca0" lid 1 4xSDR
+
+vendid=0x2c9
+devid=0x6282
+sysimgguid=0x2c903000a1b2f
+caguid=0x2c903000a1b2c
+Ca	2 "H-0002c903000a1b2c"		# "vm0 mthca0"
+[1](2c903000a1b2d) 	"H-0002c903000a1c3c"[1] (2c903000a1c3d) 		# lid 1 lmc 0 "vm1 mthca0" lid 2 4xSDR
+)";
+
+TEST(Topology, ParsesThreeHcasOnASwitch)
+{
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_topology(kThreeHcas, &t, &err)) << err;
+    ASSERT_EQ(t.nodes.size(), 4u);
+    const TopoNode& sw = t.nodes[0];
+    EXPECT_EQ(sw.kind, TopoNode::Kind::Switch);
+    EXPECT_EQ(sw.num_ports, 24u);
+    EXPECT_EQ(sw.guid, 0x0002c90200400cb0ull);
+    EXPECT_EQ(sw.sys_image_guid, 0x2c90200400cb3ull);
+    EXPECT_EQ(sw.device_id, 0xb924u);
+    EXPECT_EQ(sw.description, "MT47396 Infiniscale-III Mellanox Technologies");
+    EXPECT_EQ(sw.name, "MT47396");
+    EXPECT_EQ(t.nodes[1].name, "vm0");
+    EXPECT_EQ(t.nodes[1].device_id, 0x6282u);
+    EXPECT_EQ(t.nodes[3].guid, 0x0002c903000a1d4cull);
+    // Each cable is listed from both ends but counted once.
+    ASSERT_EQ(t.links.size(), 3u);
+    EXPECT_EQ(t.links[1].a, 0u);
+    EXPECT_EQ(t.links[1].a_port, 2u);
+    EXPECT_EQ(t.links[1].b, 2u);
+    EXPECT_EQ(t.links[1].width, 2);
+    EXPECT_EQ(t.links[1].speed, 2);  // DDR
+    EXPECT_EQ(t.links[2].width, 1);  // 1x
+    EXPECT_EQ(t.find("vm2"), 3u);
+    EXPECT_EQ(t.find("0x0002c903000a1c3c"), 2u);
+    EXPECT_EQ(t.find("S-0002c90200400cb0"), 0u);
+    EXPECT_FALSE(t.find("vm9"));
+}
+
+TEST(Topology, ParsesBackToBack)
+{
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_topology(kBackToBack, &t, &err)) << err;
+    ASSERT_EQ(t.nodes.size(), 2u);
+    ASSERT_EQ(t.links.size(), 1u);
+    EXPECT_EQ(t.nodes[0].name, "vm1");
+    EXPECT_EQ(t.nodes[1].name, "vm0");
+}
+
+TEST(Topology, BuildsAndCarriesTrafficFromAFile)
+{
+    VirtualClock clock;
+    Fabric fab(clock);
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_topology(kBackToBack, &t, &err)) << err;
+    ASSERT_TRUE(fab.build(t, &err)) << err;
+    // vm0 by name, vm1 by GUID only.
+    HcaPort* p0 = fab.hca_port("vm0", 0, 1);
+    HcaPort* p1 = fab.hca_port("nosuchname", 0x0002c903000a1c3cull, 1);
+    ASSERT_TRUE(p0 && p1);
+    EXPECT_EQ(fab.hca_port("vm0", 0, 2), nullptr);  // port 2 has no cable
+    test::TestPort a, b;
+    a.wire = &p0->attach(&a);
+    EXPECT_FALSE(a.up);
+    b.wire = &p1->attach(&b);
+    EXPECT_TRUE(a.up && b.up);
+    uint8_t payload[4] = {};
+    a.send_data(2, 1, payload);
+    EXPECT_EQ(b.rx.size(), 1u);
+    p1->detach();
+    EXPECT_FALSE(a.up);
+}
+
+TEST(Topology, SwitchFromAFileAnswersAsDescribed)
+{
+    VirtualClock clock;
+    Fabric fab(clock);
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_topology(kThreeHcas, &t, &err)) << err;
+    ASSERT_TRUE(fab.build(t, &err)) << err;
+    Switch* sw = fab.find_switch("S-0002c90200400cb0");
+    ASSERT_NE(sw, nullptr);
+    EXPECT_EQ(sw->num_ports(), 24u);
+    test::TestPort sm;
+    sm.wire = &fab.hca_port("vm0", 0, 1)->attach(&sm);
+    sm.send_smp(test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1}));
+    fab.run_due();
+    ASSERT_EQ(sm.rx.size(), 1u);
+    auto d = test::smp_data(sm.rx[0].mad());
+    EXPECT_EQ(d[3], 24);
+    EXPECT_EQ(be64(d, 4), 0x2c90200400cb3ull);
+    EXPECT_EQ(be64(d, 12), 0x0002c90200400cb0ull);
+    EXPECT_EQ(be16(d, 30), 0xb924);
+    EXPECT_EQ(sm.params.speed, 1);
+}
+
+struct Bad {
+    const char* text;
+    const char* error;  // expected substring
+};
+
+TEST(Topology, MalformedFilesGiveClearErrors)
+{
+    const Bad cases[] = {
+        {"", "no nodes"},
+        {"# only a comment\n", "no nodes"},
+        {"[1] \"H-0000000000000001\"[1]\n", "line 1: port line outside a node"},
+        {"Switch 8 \"S-0000000000000001\"\n[9] \"H-0000000000000002\"[1]\n", "line 2: port 9 outside 1..8"},
+        {"Switch 8 \"S-0000000000000001\"\n[1] \"H-0000000000000002\"[1]\n", "line 2: unknown peer"},
+        {"Switch 8 \"S-zz\"\n", "line 1: bad node id"},
+        {"Switch 8 \"H-0000000000000001\"\n", "line 1: bad node id"},
+        {"Switch x \"S-0000000000000001\"\n", "line 1: bad port count"},
+        {"Switch 0 \"S-0000000000000001\"\n", "line 1: bad port count"},
+        {"Switch 300 \"S-0000000000000001\"\n", "line 1: bad port count"},
+        {"Switch 8 \"S-0000000000000001\n", "line 1: expected \"S-<guid>\""},
+        {"Router 2 \"R-0000000000000001\"\n", "line 1: expected Switch, Ca"},
+        {"Rt 2 \"R-0000000000000001\"\n", "routers are not supported"},
+        {"vendid=0xzz\n", "line 1: bad value for vendid"},
+        {"color=0x1\n", "line 1: unknown attribute"},
+        {"Switch 8 \"S-0000000000000001\"\n[1 \"H-0000000000000002\"[1]\n", "line 2: bad port number"},
+        {"Switch 8 \"S-0000000000000001\"\n[1] H-0000000000000002[1]\n", "line 2: expected \"peer-id\"[port]"},
+        {"Switch 8 \"S-0000000000000001\"\n[1] \"S-0000000000000001\"\n", "line 2: expected [port]"},
+        {"Switch 8 \"S-0000000000000001\"\n[1] \"S-0000000000000001\"[1]\n", "port cabled to itself"},
+        {"Switch 8 \"S-0000000000000001\"\n[1] \"S-0000000000000001\"[2] junk\n", "unexpected text after the peer"},
+        {"Switch 8 \"S-0000000000000001\"\nSwitch 8 \"S-0000000000000001\"\n", "line 2: node S-0000000000000001 listed twice"},
+        {"Switch 8 \"S-0000000000000001\"\n[1] \"S-0000000000000001\"[2]\n[1] \"S-0000000000000001\"[3]\n",
+         "has two cables"},
+        {"Ca 1 \"H-0000000000000001\"\n[1] \"H-0000000000000002\"[5]\n\nCa 1 \"H-0000000000000002\"\n",
+         "line 2: peer port 5 outside 1..1"},
+    };
+    for (const Bad& b : cases) {
+        Topology t;
+        std::string err;
+        EXPECT_FALSE(parse_topology(b.text, &t, &err)) << b.text;
+        EXPECT_NE(err.find(b.error), std::string::npos) << "text: " << b.text << "\nerror: " << err;
+    }
+    std::string err;
+    Topology t;
+    EXPECT_FALSE(load_topology_file("/nonexistent/topo.txt", &t, &err));
+    EXPECT_NE(err.find("cannot open"), std::string::npos);
+}
+
+TEST(Topology, MutatedInputNeverCrashes)
+{
+    std::mt19937 rng(7);
+    std::string base = kThreeHcas;
+    const char alphabet[] = "[]()\"#=x0123456789abcdefSHCa- \t\n\xff";
+    unsigned ok = 0;
+    for (int i = 0; i < 3000; ++i) {
+        std::string s = base;
+        int edits = 1 + int(rng() % 8);
+        for (int e = 0; e < edits; ++e) {
+            size_t at = rng() % s.size();
+            switch (rng() % 3) {
+            case 0: s[at] = alphabet[rng() % (sizeof alphabet - 1)]; break;
+            case 1: s.erase(at, 1 + rng() % 20); break;
+            default: s.insert(at, 1, alphabet[rng() % (sizeof alphabet - 1)]); break;
+            }
+            if (s.empty())
+                s = "x";
+        }
+        Topology t;
+        std::string err;
+        if (parse_topology(s, &t, &err)) {
+            ++ok;
+            VirtualClock clock;
+            Fabric fab(clock);
+            EXPECT_TRUE(fab.build(t, &err)) << err;
+        } else {
+            EXPECT_FALSE(err.empty());
+        }
+    }
+    EXPECT_GT(ok, 0u);
+}
+
+TEST(Topology, BuiltinShorthands)
+{
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(builtin_topology("b2b", &t, &err)) << err;
+    EXPECT_EQ(t.nodes.size(), 2u);
+    EXPECT_EQ(t.links.size(), 1u);
+    ASSERT_TRUE(builtin_topology("b2b:alpha,beta", &t, &err)) << err;
+    EXPECT_EQ(t.nodes[1].name, "beta");
+    ASSERT_TRUE(builtin_topology("star:3", &t, &err)) << err;
+    EXPECT_EQ(t.nodes.size(), 4u);
+    EXPECT_EQ(t.nodes[0].num_ports, 8u);
+    EXPECT_EQ(t.nodes[3].name, "vm2");
+    ASSERT_TRUE(builtin_topology("star:a,b", &t, &err)) << err;
+    EXPECT_EQ(t.links.size(), 2u);
+    ASSERT_TRUE(builtin_topology("chain:3", &t, &err)) << err;
+    EXPECT_EQ(t.links.size(), 4u);
+    for (const char* bad : {"", "ring:3", "star:0", "star:", "b2b:a", "b2b:a,a", "star:a b", "star:999", "chain:1"}) {
+        EXPECT_FALSE(builtin_topology(bad, &t, &err)) << bad;
+        EXPECT_FALSE(err.empty());
+    }
+}
+
+}  // namespace
+}  // namespace ibemu::fabric
