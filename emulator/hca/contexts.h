@@ -89,6 +89,7 @@ struct Cq {
     uint32_t consumer = 0;
     CqArm arm = CqArm::Disarmed;
     uint32_t arm_sn = 0;
+    bool overflow = false;
 };
 
 // ---- SRQ context, Arbel layout (48 bytes, 64-byte slot) -------------------
@@ -109,9 +110,11 @@ inline constexpr Field kWqeCounter{0x22, 2, 0, 16};
 
 struct Srq {
     uint32_t srqn = 0;
+    uint32_t tail = 0;  // WQEs consumed (16-bit counter space)
     std::array<uint8_t, srqc::kSize> ctx{};
     uint16_t limit = 0;
     bool limit_armed = false;
+    uint32_t next_wqe = 0;  // offset of the next WQE the HCA takes (free-list chain)
 };
 
 // ---- MPT entry (64 bytes) ------------------------------------------------
@@ -188,6 +191,84 @@ enum class QpService : uint8_t { Rc = 0, Uc = 1, Rd = 2, Ud = 3, Mlx = 7 };
 
 enum class SpecialQp : uint8_t { None, Smi, Gsi };
 
+// The QP attributes the data path uses, merged transition by transition
+// from the driver's contexts (each transition carries only what it sets,
+// see apply_qp_context in fw_qp.cc).
+struct QpAttr {
+    uint32_t mtu = 2048;  // path MTU, bytes
+    unsigned rq_log_size = 0, rq_log_stride = 4, sq_log_size = 0, sq_log_stride = 4;
+    bool has_rq = false, has_sq = false;
+    uint32_t usr_page = 0;
+    uint32_t remote_qpn = 0;
+    uint32_t pd = 0;
+    uint32_t wqe_lkey = 0;
+    uint32_t cqn_snd = 0, cqn_rcv = 0;
+    uint32_t snd_db_index = 0, rcv_db_index = 0;
+    uint32_t send_wqe_offset = 0;
+    uint32_t qkey = 0;
+    uint32_t srqn = 0;
+    bool srq = false;
+    uint8_t pkey_index = 0;
+    uint8_t retry_cnt = 7, rnr_retry = 7, ackto = 0, min_rnr_timer = 0;
+    bool rre = false, rwe = false, rae = false;
+    bool sig_all = false;
+    uint32_t sq_psn = 0, rq_psn = 0;
+    // Primary path.
+    uint16_t rlid = 0;
+    uint8_t sl = 0, path_bits = 0;
+    bool grh = false;
+    uint8_t sgid_index = 0, hop_limit = 0, tclass = 0;
+    uint32_t flow = 0;
+    std::array<uint8_t, 16> rgid{};
+};
+
+// One send WQE the requester has started and not yet completed.
+struct SendEntry {
+    uint32_t wqe = 0;       // offset of the WQE in the WQ buffer
+    uint8_t op = 0;         // mthca opcode
+    uint8_t size = 0;       // 16-byte units
+    bool signaled = false;
+    uint32_t first_psn = 0, last_psn = 0;
+    uint32_t len = 0;       // message length
+    uint32_t got = 0;       // READ: response bytes placed so far
+};
+
+inline constexpr unsigned kMaxOutstanding = 128;  // per QP, power of two
+
+// Run-time state of the QP engine (preallocated with the QP).
+struct QpRun {
+    // Send queue fetch: WQEs rung but not started, and where the next one is.
+    uint32_t sq_pending = 0;
+    uint32_t sq_next_wqe = 0;
+    uint8_t sq_next_op = 0, sq_next_size = 0;
+    bool sq_have_next = false;
+    uint32_t npsn = 0;  // next PSN the requester sends
+    // Requester: started WQEs, oldest first (ring of kMaxOutstanding).
+    std::array<SendEntry, kMaxOutstanding> out{};
+    uint32_t out_head = 0, out_tail = 0;
+    uint64_t deadline = UINT64_MAX;  // ACK timeout / RNR wait expiry
+    bool rnr_wait = false;
+    unsigned retries = 0, rnr_retries = 0;
+    uint32_t last_acked = 0;  // last PSN acknowledged (for reporting)
+    // Receive queue: WQEs consumed so far (16-bit counter like the doorbell record).
+    uint32_t rq_tail = 0;
+    // Responder.
+    uint32_t epsn = 0;
+    uint32_t msn = 0;
+    bool nak_sent = false;
+    bool in_send = false;      // a multi-packet SEND is being received
+    uint32_t rwqe = 0;         // its receive WQE offset
+    uint32_t roff = 0;         // bytes of it written so far
+    bool in_write = false;     // a multi-packet RDMA WRITE is being received
+    uint64_t wva = 0;
+    uint32_t wkey = 0, wleft = 0;
+    uint64_t atomic_orig = 0;  // result of the last atomic (for duplicates)
+    uint32_t atomic_psn = 0xffffffff;
+    bool drained_event = false;  // SQD: raise SQ_DRAINED once drained
+    bool sq_busy = false, sq_again = false;  // sq_progress re-entry guard
+    bool err_flushed = false;
+};
+
 struct Qp {
     uint32_t qpn = 0;
     QpState state = QpState::Rst;
@@ -196,6 +277,8 @@ struct Qp {
     SpecialQp special = SpecialQp::None;
     std::array<uint8_t, qpc::kSize> ctx{};  // last context the driver gave us
     uint64_t send_doorbells = 0;
+    QpAttr a;
+    QpRun r;
 };
 
 }  // namespace ibemu::mthca

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/packet.h"
 #include "hca/config_space.h"
 #include "hca/contexts.h"
 #include "hca/icm.h"
@@ -104,6 +105,7 @@ struct Cmd {
 // Doorbell statistics (seam for the data path).
 struct DoorbellStats {
     uint64_t send = 0, recv = 0, cq_arm = 0, cq_other = 0, bogus = 0;
+    uint64_t tx_packets = 0, rx_packets = 0, rx_dropped = 0, cqes = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -133,11 +135,22 @@ public:
     // Queue an asynchronous event on the EQ mapped for its type.
     bool post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);
     // A completion landed in `cqn`: raise the completion event if armed.
-    bool cq_completion(uint32_t cqn);
+    // Solicited-only arming fires only for solicited or error completions.
+    bool cq_completion(uint32_t cqn, bool solicited = true);
     // The physical link of a port came up or went down (fabric seam).
     void set_port_link(unsigned port, bool up);
     // Logical port state change (SM seam); emits PORT_CHANGE events.
     void set_port_state(unsigned port, PortState s);
+
+    // --- fabric ports and the QP engine (qp_engine.cc) --------------------
+    void attach_port(unsigned port, Wire* wire);
+    void port_receive(unsigned port, const Packet& p);
+    void port_link_changed(unsigned port, bool up, const LinkParams& lp);
+    // Timers (RC ACK timeout, RNR wait) and deferred flushes; returns the
+    // next time it wants to run (UINT64_MAX: none).
+    uint64_t poll(uint64_t now_ns);
+    // SM seam: the port's LID/LMC as an SM would set them with PortInfo.
+    void set_port_lid(unsigned port, uint16_t lid, uint8_t lmc = 0);
 
     // --- introspection (tests, debugging) --------------------------------
     FwState fw_state() const { return state_; }
@@ -160,6 +173,95 @@ public:
     const std::string& name() const { return cfg_.name; }
 
 private:
+    // ---- QP engine (qp_engine.cc) ----------------------------------------
+    struct Sge {
+        uint32_t len;
+        uint32_t lkey;
+        uint64_t addr;
+        const Mpt* mr;
+    };
+    static constexpr unsigned kMaxSge = 64;
+    struct WqeView;  // a fetched and parsed send WQE
+    struct RxCtx;    // a parsed received packet
+    struct Gather;   // builds a packet's payload list
+
+    Qp* qp_lookup(uint32_t qpn);
+    Cq* cq_lookup(uint32_t cqn);
+    Srq* srq_lookup(uint32_t srqn);
+    uint64_t uarc_record(uint32_t uar, uint32_t index) const;
+    bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
+    // MPT checks for a data access.
+    enum class Tpt : uint8_t { Ok, BadKey, Bounds, Access };
+    Tpt mr_check(uint32_t key, uint32_t pd, uint64_t va, uint64_t len, uint32_t need, const Mpt** out);
+    // Guest-physical pieces of [va, va+len) in region m: fn(gpa, n) -> bool.
+    template <class F>
+    bool mr_walk(const Mpt& m, uint64_t va, uint64_t len, F&& fn);
+    bool mr_write(const Mpt& m, uint64_t va, const uint8_t* src, uint32_t len);
+    bool mr_read(const Mpt& m, uint64_t va, uint8_t* dst, uint32_t len);
+
+    // CQEs and events.
+    bool cqe_post(uint32_t cqn, std::span<const uint8_t, 32> e, bool solicited);
+    void cqe_send(Qp& q, uint32_t wqe, uint8_t op, uint32_t byte_cnt);
+    void cqe_error(Qp& q, bool is_send, uint32_t wqe, uint8_t syndrome, uint32_t cqn);
+    void qp_event(uint8_t type, uint32_t qpn);
+    void qp_to_error(Qp& q, uint8_t syndrome_for_head, bool send_side);
+    void qp_flush(Qp& q);
+    void qp_state_changed(Qp& q, QpState from);
+    void apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<const uint8_t> ctx);
+
+    // Send side (qp_send.cc).
+    struct Route {
+        uint8_t port = 1;
+        uint16_t dlid = 0;
+        uint8_t sl = 0, path_bits = 0;
+        bool grh = false;
+        const uint8_t* dgid = nullptr;
+        uint8_t hop = 0, tclass = 0;
+        uint32_t flow = 0;
+    };
+    Route route_of(const Qp& q) const;
+    size_t build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, uint16_t pkey, uint32_t dqpn,
+                         bool ackreq, uint32_t psn);
+    void finish_packet(Packet& p, size_t hdr_len);
+    void transmit(unsigned port, Packet& p);
+    uint8_t* bounce();
+    void send_doorbell(Qp& q, uint32_t hi, uint32_t lo);
+    void sq_progress(Qp& q);
+    bool sq_fetch(Qp& q, uint32_t wqe, uint8_t size, WqeView& w);
+    bool parse_segments(WqeView& w, uint8_t service, bool special, unsigned* seg_start);
+    uint8_t parse_gather(Qp& q, WqeView& w, unsigned seg_start, bool mlx);
+    bool gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, unsigned first_sge);
+    uint8_t sq_execute(Qp& q, WqeView& w);  // 0 or a CQE syndrome
+    void emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t from_psn, uint32_t npkts);
+    void rc_retransmit(Qp& q);
+    void arm_timer(Qp& q, uint64_t when);
+    void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn);
+    void send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, uint32_t len, uint32_t psn);
+    void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig);
+
+    // Receive side (qp_engine.cc).
+    void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
+    void rx_ud(unsigned port, RxCtx& rx, Qp& q);
+    void rx_rc_request(unsigned port, RxCtx& rx, Qp& q);
+    void rx_uc(unsigned port, RxCtx& rx, Qp& q);
+    void rx_rc_response(unsigned port, RxCtx& rx, Qp& q);
+    void rx_multicast(unsigned port, RxCtx& rx);
+    bool rq_take(Qp& q, uint32_t* wqe_off, bool peek);
+    bool rq_scatter(Qp& q, uint32_t wqe_off, uint32_t off, const RxCtx& rx, uint32_t pay_off, uint32_t len,
+                    const uint8_t* prefix, uint32_t prefix_len, uint8_t* syndrome);
+    void rq_complete(Qp& q, uint32_t wqe_off, uint32_t byte_cnt, uint8_t bth_op, uint32_t imm_or_pkey,
+                     const RxCtx& rx, bool solicited);
+    void rc_ack_upto(Qp& q, uint32_t psn, bool data_ok);
+    bool pkey_ok(const Port& pt, uint16_t pkey, const Qp& q, uint8_t* index);
+    uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
+
+    std::array<Wire*, 2> wires_{};
+    uint64_t now_ = 0;
+    uint64_t next_deadline_ = UINT64_MAX;
+    unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing
+    unsigned tx_depth_ = 0;
+    std::array<std::array<uint8_t, 4096 + 64>, 4> bounce_{};
+
     using Handler = Status (Core::*)(Cmd&);
     struct CommandDesc {
         uint16_t opcode;
@@ -273,6 +375,7 @@ private:
     DoorbellStats db_;
     std::map<uint32_t, uint32_t> db_hi_latch_;  // (uar << 12 | offset) -> hi dword
     friend class Hca;
+    friend struct Gather;
 };
 
 }  // namespace ibemu::mthca

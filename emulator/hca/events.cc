@@ -166,7 +166,7 @@ bool Core::post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8
     return write_eqe(uint32_t(eqn), type, subtype, payload24);
 }
 
-bool Core::cq_completion(uint32_t cqn)
+bool Core::cq_completion(uint32_t cqn, bool solicited)
 {
     if (state_ != FwState::HcaUp)
         return false;
@@ -174,7 +174,7 @@ bool Core::cq_completion(uint32_t cqn)
     if (it == cqs_.end() || it->second.cqn != cqn)
         return false;
     Cq& q = it->second;
-    if (q.arm == CqArm::Disarmed)
+    if (q.arm == CqArm::Disarmed || (q.arm == CqArm::NextSolicited && !solicited))
         return false;
     q.arm = CqArm::Disarmed;
     std::array<uint8_t, 24> ev{};
@@ -243,10 +243,12 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
         }
         q.arm_sn = hi >> 28;
         ++db_.cq_arm;
-        // Arming a CQ that already holds unreported completions would
-        // fire here; with no data path the CQ is always empty.
         IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn,
                     q.arm == CqArm::NextSolicited ? "solicited" : "next", lo);
+        // Armed while CQEs beyond the consumer index it gives are already
+        // there: the event is due at once.
+        if (q.arm == CqArm::NextCompletion && q.producer != lo)
+            cq_completion(cqn, true);
         return;
     }
     case kUarSendDoorbell: {
@@ -259,9 +261,7 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
             return;
         }
         ++it->second.send_doorbells;
-        // Data path seam: this is where send WQEs will be fetched and
-        // executed.
-        IBEMU_DEBUG(cfg_.name, "send doorbell QP 0x%x (%08x %08x): no data path yet", qpn, hi, lo);
+        send_doorbell(it->second, hi, lo);
         return;
     }
     case kUarRecvDoorbell:

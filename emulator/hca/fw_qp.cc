@@ -150,10 +150,14 @@ Status Core::cmd_modify_qp(Cmd& c)
         if (uint32_t(qpc::kUsrPage.get(ctx)) >= num_uars())
             return fail(c, Status::BadParam, "UAR %u", uint32_t(qpc::kUsrPage.get(ctx)));
         std::memcpy(q.ctx.data(), ctx.data(), qpc::kSize);
+        apply_qp_context(q, c.opcode, get32(in, 0), ctx);
     }
     QpState from = q.state;
     q.state = t->to;
     qpc::kState.set(q.ctx, uint8_t(t->to));
+    if (c.opcode == op::kRts2Sqd)
+        q.r.drained_event = c.in_mod & (1u << 31);
+    qp_state_changed(q, from);
     // Mirror the context into its ICM slot, as the firmware keeps it there.
     icm_.write(layout_.qpc_base + uint64_t(idx) * kQpcEntrySize, q.ctx.data(), q.ctx.size());
     char buf[96];

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "fabric/packet.h"
 #include "hca/pci_function.h"
 
 namespace ibemu {
@@ -17,6 +18,22 @@ struct MthcaConfig {
     uint64_t node_guid = 0x0002c90300000001ull;
     unsigned num_ports = 1;         // 1 or 2
 };
+
+// The HCA's IB ports as the fabric sees them. Every PciFunction that
+// make_mthca returns implements this too; mthca_ports() finds it.
+class MthcaPorts {
+public:
+    virtual ~MthcaPorts() = default;
+    virtual unsigned num_ports() const = 0;
+    // The receive side of port `port` (1-based) for the fabric to call.
+    virtual PortEndpoint& endpoint(unsigned port) = 0;
+    // Where port `port` transmits; nullptr detaches it (packets are then
+    // dropped). Not owned; must outlive the attachment.
+    virtual void attach(unsigned port, Wire* wire) = 0;
+};
+
+// The ports of an HCA made by make_mthca (nullptr for anything else).
+MthcaPorts* mthca_ports(PciFunction& f);
 
 std::unique_ptr<PciFunction> make_mthca(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq);
 

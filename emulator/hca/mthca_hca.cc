@@ -19,7 +19,7 @@ bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || s
 }  // namespace
 
 Hca::Hca(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq)
-    : name_(cfg.name), core_(cfg, mem, irq, cfgspace_)
+    : name_(cfg.name), num_ports_(cfg.num_ports == 2 ? 2 : 1), core_(cfg, mem, irq, cfgspace_)
 {
     IBEMU_INFO(name_, "MT25208 (15b3:6282) mem-free, %u port(s), node GUID %016llx, FW %u.%u.%u", cfg.num_ports,
                (unsigned long long)cfg.node_guid, kFwMajor, kFwMinor, kFwSubminor);
@@ -48,7 +48,9 @@ void Hca::device_reset()
 
 void Hca::reset() { device_reset(); }
 
-uint64_t Hca::poll(uint64_t) { return UINT64_MAX; }
+uint64_t Hca::poll(uint64_t now_ns) { return core_.poll(now_ns); }
+
+PortEndpoint& Hca::endpoint(unsigned port) { return port == 2 && num_ports_ == 2 ? ep2_ : ep1_; }
 
 uint64_t Hca::mmio_read(unsigned bar, uint64_t off, unsigned size)
 {
@@ -206,5 +208,7 @@ std::unique_ptr<PciFunction> make_mthca(const MthcaConfig& cfg, GuestMemory& mem
 {
     return std::make_unique<mthca::Hca>(cfg, mem, irq);
 }
+
+MthcaPorts* mthca_ports(PciFunction& f) { return dynamic_cast<MthcaPorts*>(&f); }
 
 }  // namespace ibemu

@@ -18,7 +18,7 @@
 
 namespace ibemu::mthca {
 
-class Hca final : public PciFunction {
+class Hca final : public PciFunction, public MthcaPorts {
 public:
     Hca(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq);
     ~Hca() override;
@@ -31,6 +31,11 @@ public:
     void reset() override;
     uint64_t poll(uint64_t now_ns) override;
 
+    // MthcaPorts.
+    unsigned num_ports() const override { return num_ports_; }
+    PortEndpoint& endpoint(unsigned port) override;
+    void attach(unsigned port, Wire* wire) override { core_.attach_port(port, wire); }
+
     Core& core() { return core_; }
     const ConfigSpace& config() const { return cfgspace_; }
 
@@ -40,9 +45,23 @@ private:
     void bar2_write(uint64_t off, unsigned size, uint64_t value);
     void device_reset();
 
+    // The receive side of one port, handed to the fabric.
+    class Endpoint final : public PortEndpoint {
+    public:
+        Endpoint(Core& core, unsigned port) : core_(core), port_(port) {}
+        void receive(const Packet& p) override { core_.port_receive(port_, p); }
+        void link_changed(bool up, const LinkParams& params) override { core_.port_link_changed(port_, up, params); }
+
+    private:
+        Core& core_;
+        unsigned port_;
+    };
+
     std::string name_;
+    unsigned num_ports_;
     ConfigSpace cfgspace_;
     Core core_;
+    Endpoint ep1_{core_, 1}, ep2_{core_, 2};
 };
 
 }  // namespace ibemu::mthca

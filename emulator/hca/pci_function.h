@@ -23,6 +23,15 @@ public:
     virtual ~GuestMemory() = default;
     virtual bool read(uint64_t gpa, void* dst, size_t len) = 0;
     virtual bool write(uint64_t gpa, const void* src, size_t len) = 0;
+    // Zero-copy access: a host pointer to [gpa, gpa + len) if that range is
+    // one contiguous piece of guest RAM, else nullptr (then use read/write).
+    // The pointer stays valid until the next call into the model's owner.
+    virtual uint8_t* map_range(uint64_t gpa, size_t len)
+    {
+        (void)gpa;
+        (void)len;
+        return nullptr;
+    }
 };
 
 // Interrupt delivery. The model decides which of the two to use from its own

@@ -65,6 +65,10 @@ struct Port {
     uint8_t speed_active = 1;  // 2.5 Gb/s
     uint16_t pkey_violations = 0;
     uint16_t qkey_violations = 0;
+    // PortCounters the data path maintains (data in 4-byte words).
+    uint64_t xmit_data = 0, rcv_data = 0, xmit_pkts = 0, rcv_pkts = 0;
+    uint64_t rcv_errors = 0, xmit_discards = 0, vl15_dropped = 0;
+    uint16_t mtu_active = 2048;  // what the link negotiated
     std::array<uint16_t, kPkeyTableLen> pkeys{};
 
     void power_on(unsigned n, uint64_t port_guid)

@@ -271,7 +271,6 @@ uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, 
 
 uint16_t Sma::pma(Port& p, uint8_t method, uint16_t attr, std::span<const uint8_t> in, std::span<uint8_t> d)
 {
-    (void)p;
     switch (attr) {
     case mad::kAttrClassPortInfo:
         // BaseVersion 1, ClassVersion 1, no optional capabilities
@@ -280,13 +279,47 @@ uint16_t Sma::pma(Port& p, uint8_t method, uint16_t attr, std::span<const uint8_
         put8(d, 1, 1);
         return method == mad::kMethodGet ? 0 : mad::kStatusUnsupMethodAttr;
     case mad::kAttrPortCounters:
-    case mad::kAttrPortCountersExt:
-        // No data path yet: every counter reads zero. Echo PortSelect
-        // (and CounterSelect) as the PMA does.
+    case mad::kAttrPortCountersExt: {
+        // Echo PortSelect (and CounterSelect) as the PMA does. A Set
+        // clears the counters CounterSelect names (all of them for the
+        // extended attribute), then reads back like a Get.
         portcounters::kPortSelect.set(d, portcounters::kPortSelect.get(in));
-        if (attr == mad::kAttrPortCounters)
+        if (method == mad::kMethodSet) {
+            uint16_t sel = attr == mad::kAttrPortCounters ? uint16_t(portcounters::kCounterSelect.get(in)) : 0xffff;
+            if (attr == mad::kAttrPortCountersExt)
+                sel = 0xf000;
+            if (sel & (1u << 4))
+                p.rcv_errors = 0;
+            if (sel & (1u << 7))
+                p.xmit_discards = 0;
+            if (sel & (1u << 12))
+                p.xmit_data = 0;
+            if (sel & (1u << 13))
+                p.rcv_data = 0;
+            if (sel & (1u << 14))
+                p.xmit_pkts = 0;
+            if (sel & (1u << 15))
+                p.rcv_pkts = 0;
+        }
+        auto sat16 = [](uint64_t v) { return v > 0xffff ? 0xffffu : unsigned(v); };
+        auto sat32 = [](uint64_t v) { return v > 0xffffffffull ? 0xffffffffu : uint32_t(v); };
+        if (attr == mad::kAttrPortCounters) {
             portcounters::kCounterSelect.set(d, portcounters::kCounterSelect.get(in));
+            put16(d, 8, uint16_t(sat16(p.rcv_errors)));
+            put16(d, 14, uint16_t(sat16(p.xmit_discards)));
+            put16(d, 22, uint16_t(sat16(p.vl15_dropped)));
+            put32(d, 24, sat32(p.xmit_data));
+            put32(d, 28, sat32(p.rcv_data));
+            put32(d, 32, sat32(p.xmit_pkts));
+            put32(d, 36, sat32(p.rcv_pkts));
+        } else {
+            put64(d, 8, p.xmit_data);
+            put64(d, 16, p.rcv_data);
+            put64(d, 24, p.xmit_pkts);
+            put64(d, 32, p.rcv_pkts);
+        }
         return 0;
+    }
     default:
         return mad::kStatusUnsupMethodAttr;
     }

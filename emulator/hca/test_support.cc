@@ -29,7 +29,8 @@ Status DriverSim::table_get(uint64_t base, uint64_t obj, unsigned obj_size)
     return s;
 }
 
-uint32_t DriverSim::alloc_mr(uint64_t buf, uint64_t len, uint32_t pd, uint32_t* mpt_index)
+uint32_t DriverSim::alloc_mr(uint64_t buf, uint64_t len, uint32_t pd, uint32_t* mpt_index, uint32_t access,
+                             uint64_t iova)
 {
     uint64_t npages = (len + 4095) / 4096;
     // MTT segments of 8 entries; the first segments are reserved.
@@ -47,11 +48,11 @@ uint32_t DriverSim::alloc_mr(uint64_t buf, uint64_t len, uint32_t pd, uint32_t* 
     mpt_next = idx + 1;
     EXPECT_EQ(table_get(lay.mpt_base, idx, lim.mpt_sz), Status::Ok);
     std::memset(in().data(), 0, 64);
-    put32(in(), 0x00, (0xfu << 28) | (1u << 17) | (1u << 8) | 0x3);  // SW owns, MIO, region, local r/w
-    put32(in(), 0x04, 0);                                             // 4 KiB pages
+    put32(in(), 0x00, (0xfu << 28) | (1u << 17) | (1u << 8) | access);  // SW owns, MIO, region, access
+    put32(in(), 0x04, 0);                                                // 4 KiB pages
     put32(in(), 0x08, idx);
     put32(in(), 0x0c, pd);
-    put64(in(), 0x10, 0);
+    put64(in(), 0x10, iova);
     put64(in(), 0x18, npages * 4096);
     put64(in(), 0x2c, mtt);
     EXPECT_EQ(cmd(op::kSw2HwMpt, in_box(), 0, idx), Status::Ok);

@@ -40,6 +40,13 @@ public:
         std::memcpy(ram_.data() + (gpa - base_), src, len);
         return true;
     }
+    uint8_t* map_range(uint64_t gpa, size_t len) override
+    {
+        return mappable_ && contains(gpa, len) ? ram_.data() + (gpa - base_) : nullptr;
+    }
+    // Off: the model must fall back to read/write (like a GuestMemory
+    // without zero-copy support).
+    void set_mappable(bool on) { mappable_ = on; }
     bool contains(uint64_t gpa, size_t len) const
     {
         return gpa >= base_ && gpa - base_ <= ram_.size() && len <= ram_.size() - (gpa - base_);
@@ -66,6 +73,7 @@ private:
     uint64_t base_;
     std::vector<uint8_t> ram_;
     uint64_t next_ = 0;
+    bool mappable_ = true;
 };
 
 class RecordingIrq : public InterruptSink {
@@ -259,7 +267,8 @@ public:
     // Memory region over a contiguous buffer (mthca_mr_alloc_phys),
     // writing the MTT entries straight into ICM as the mem-free driver
     // does. Returns the lkey.
-    uint32_t alloc_mr(uint64_t buf, uint64_t len, uint32_t pd, uint32_t* mpt_index);
+    uint32_t alloc_mr(uint64_t buf, uint64_t len, uint32_t pd, uint32_t* mpt_index, uint32_t access = 0x3,
+                      uint64_t iova = 0);
     uint32_t alloc_phys_mr(uint32_t pd, uint32_t* mpt_index);
     void create_eq(SimEq& eq, uint32_t eqn, uint32_t nent, uint8_t intr);
 

@@ -1,0 +1,876 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The QP engine between two MT25208 models wired back to back: every
+// transport operation, the error paths, and the counters.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "common/log.h"
+#include "hca/qp_test_support.h"
+
+namespace ibemu::mthca::test {
+namespace {
+
+constexpr uint32_t kQkey = 0x11223344;
+
+class QpEngine : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        a.up(1, &link.a, &link.ep[0]);
+        b.up(2, &link.b, &link.ep[1]);
+        LinkParams lp;
+        link.ep[0]->link_changed(true, lp);
+        link.ep[1]->link_changed(true, lp);
+        a.activate(1);
+        b.activate(2);
+        acq = a.make_cq(256);
+        bcq = b.make_cq(256);
+    }
+
+    // An RC (or UC) pair, connected and in RTS.
+    void connect(QpService st, QpParams pa = {}, QpParams pb = {})
+    {
+        qa = a.make_qp(st, acq, acq, 64, 64);
+        qb = b.make_qp(st, bcq, bcq, 64, 64);
+        pa.dlid = 2, pa.remote_qpn = qb.qpn;
+        pb.dlid = 1, pb.remote_qpn = qa.qpn;
+        pa.sq_psn = pb.rq_psn = 0x123;
+        pb.sq_psn = pa.rq_psn = 0x456;
+        a.to_rts(qa, pa);
+        b.to_rts(qb, pb);
+    }
+
+    void fill(Node& n, uint64_t buf, size_t len, uint8_t seed)
+    {
+        uint8_t* p = n.mem().at(buf);
+        for (size_t i = 0; i < len; ++i)
+            p[i] = uint8_t(seed + i * 7 + (i >> 8));
+    }
+
+    void pump_time(uint64_t until_ns, uint64_t step_ns)
+    {
+        for (uint64_t t = now; t <= until_ns; t += step_ns) {
+            now = t;
+            a.d.hca().poll(t);
+            b.d.hca().poll(t);
+            link.pump();
+        }
+    }
+
+    // Event types seen on an EQ of n since the last call.
+    std::vector<std::array<uint8_t, 32>> events(Node& n, unsigned eq)
+    {
+        n.d.interrupt();
+        auto v = n.d.eqs_[eq].seen;
+        n.d.eqs_[eq].seen.clear();
+        return v;
+    }
+
+    TestLink link;
+    Node a{1}, b{2};
+    TCq acq, bcq;
+    TQp qa, qb;
+    uint64_t now = 0;
+};
+
+TEST_F(QpEngine, PortsAttachAndLinkState)
+{
+    EXPECT_EQ(a.core().ports()[0].phys, PhysState::LinkUp);
+    EXPECT_EQ(a.core().ports()[0].state, PortState::Active);
+    link.ep[0]->link_changed(false, LinkParams{});
+    EXPECT_EQ(a.core().ports()[0].phys, PhysState::Polling);
+    EXPECT_EQ(a.core().ports()[0].state, PortState::Down);
+    EXPECT_NE(mthca_ports(a.d.hca()), nullptr);
+    EXPECT_EQ(mthca_ports(a.d.hca())->num_ports(), 1u);
+}
+
+TEST_F(QpEngine, RcSendMultiPacket)
+{
+    connect(QpService::Rc);
+    const uint32_t len = 5000;
+    uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 8192);
+    fill(a, sbuf, len, 3);
+    b.post_recv(qb, {{rbuf, 3000, rk}, {rbuf + 4096, 4096, rk}});
+    Node::SendWr wr;
+    wr.op = wqe::kSendImm;
+    wr.imm = 0xcafef00d;
+    wr.sges = {{sbuf, 1000, sk}, {sbuf + 1000, len - 1000, sk}};
+    uint32_t off = a.post_send(qa, wr);
+    EXPECT_EQ(link.pump(), 4u);  // 3 data packets, 1 coalesced ACK
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_FALSE(c.is_send);
+    EXPECT_EQ(c.qpn, qb.qpn);
+    EXPECT_EQ(c.byte_cnt, len);
+    EXPECT_EQ(c.opcode & 0x1f, iba::opc::kSendLastImm);
+    EXPECT_EQ(c.imm, 0xcafef00du);
+    EXPECT_EQ(c.wqe, 0u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 3000), 0);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 4096), a.mem().at(sbuf + 3000), len - 3000), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_TRUE(c.is_send);
+    EXPECT_EQ(c.opcode, wqe::kSendImm);
+    EXPECT_EQ(c.wqe, off);
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Rts);
+}
+
+TEST_F(QpEngine, RcRdmaWriteWithAndWithoutImmediate)
+{
+    connect(QpService::Rc);
+    const uint32_t len = 64 * 1024;
+    uint64_t sbuf = a.alloc(len), rbuf = b.alloc(len);
+    uint32_t sk = a.reg(sbuf, len), rk = b.reg(rbuf, len);
+    fill(a, sbuf, len, 9);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, len, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), len), 0);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.opcode, wqe::kRdmaWrite);
+    EXPECT_FALSE(b.poll(bcq, &c));  // no immediate: nothing on the responder
+
+    // With immediate: consumes a receive WQE.
+    fill(a, sbuf, 100, 77);
+    b.post_recv(qb, {});
+    wr.op = wqe::kRdmaWriteImm;
+    wr.imm = 0x01020304;
+    wr.sges = {{sbuf, 100, sk}};
+    wr.raddr = rbuf + 10;
+    a.post_send(qa, wr);
+    link.pump();
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.opcode & 0x1f, iba::opc::kWriteOnlyImm);
+    EXPECT_EQ(c.imm, 0x01020304u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 10), a.mem().at(sbuf), 100), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_EQ(c.opcode, wqe::kRdmaWriteImm);
+}
+
+TEST_F(QpEngine, RcRdmaWriteWithoutZeroCopy)
+{
+    a.mem().set_mappable(false);
+    b.mem().set_mappable(false);
+    connect(QpService::Rc);
+    const uint32_t len = 20000;
+    uint64_t sbuf = a.alloc(len), rbuf = b.alloc(len);
+    uint32_t sk = a.reg(sbuf, len), rk = b.reg(rbuf, len);
+    fill(a, sbuf, len, 1);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, len, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), len), 0);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+}
+
+TEST_F(QpEngine, RcRdmaRead)
+{
+    connect(QpService::Rc);
+    const uint32_t len = 10000;
+    uint64_t lbuf = a.alloc(len), rbuf = b.alloc(len);
+    uint32_t lk = a.reg(lbuf, len), rk = b.reg(rbuf, len);
+    fill(b, rbuf, len, 42);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{lbuf, 4000, lk}, {lbuf + 4000, len - 4000, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.opcode, wqe::kRdmaRead);
+    EXPECT_EQ(c.byte_cnt, len);
+}
+
+TEST_F(QpEngine, RcAtomics)
+{
+    connect(QpService::Rc);
+    uint64_t lbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t lk = a.reg(lbuf, 4096), rk = b.reg(rbuf, 4096);
+    put64(std::span<uint8_t>(b.mem().at(rbuf), 8), 0, 100);
+    Node::SendWr wr;
+    wr.op = wqe::kAtomicFa;
+    wr.sges = {{lbuf, 8, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    wr.swap_add = 5;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(get64(std::span<uint8_t>(a.mem().at(lbuf), 8), 0), 100u);
+    EXPECT_EQ(get64(std::span<uint8_t>(b.mem().at(rbuf), 8), 0), 105u);
+    wr.op = wqe::kAtomicCs;
+    wr.compare = 105;
+    wr.swap_add = 7;
+    wr.sges = {{lbuf + 8, 8, lk}};
+    a.post_send(qa, wr);
+    wr.compare = 1;  // does not match: no swap
+    wr.swap_add = 9;
+    wr.sges = {{lbuf + 16, 8, lk}};
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(get64(std::span<uint8_t>(a.mem().at(lbuf + 8), 8), 0), 105u);
+    EXPECT_EQ(get64(std::span<uint8_t>(a.mem().at(lbuf + 16), 8), 0), 7u);
+    EXPECT_EQ(get64(std::span<uint8_t>(b.mem().at(rbuf), 8), 0), 7u);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 3u);
+    EXPECT_EQ(cqes[0].opcode, wqe::kAtomicFa);
+    EXPECT_EQ(cqes[1].opcode, wqe::kAtomicCs);
+    for (auto& c : cqes)
+        EXPECT_FALSE(c.error);
+}
+
+TEST_F(QpEngine, RcManyMessagesPipelined)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(64 * 100), rbuf = b.alloc(64 * 100);
+    uint32_t sk = a.reg(sbuf, 64 * 100), rk = b.reg(rbuf, 64 * 100);
+    fill(a, sbuf, 6400, 5);
+    for (int i = 0; i < 40; ++i)
+        b.post_recv(qb, {{rbuf + i * 64u, 64, rk}});
+    // Several WQEs per doorbell, as mthca_arbel_post_send batches them.
+    uint32_t head = qa.sq_head;
+    uint8_t op0 = 0, size0 = 0;
+    for (int i = 0; i < 40; ++i) {
+        Node::SendWr wr;
+        wr.sges = {{sbuf + i * 64u, 64, sk}};
+        wr.signaled = i % 2 == 0;
+        a.post_send(qa, wr, false);
+        if (i == 0)
+            op0 = a.last_op0, size0 = a.last_size0;
+        if (i == 19 || i == 39) {
+            uint32_t first = i == 19 ? head : head + 20;
+            if (i == 39) {
+                op0 = wqe::kSend;
+            }
+            a.ring_send(qa, first, 20, op0, size0);
+        }
+    }
+    link.pump();
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 40 * 64), 0);
+    EXPECT_EQ(b.drain(bcq).size(), 40u);
+    EXPECT_EQ(a.drain(acq).size(), 20u);  // only the signaled ones
+}
+
+TEST_F(QpEngine, RcBadRkeyIsRemoteAccessErrorAndFlushes)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096);
+    uint32_t rk = b.reg(rbuf, 4096, kAccLocalWrite);  // no remote write
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 100, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    uint32_t w1 = a.post_send(qa, wr);
+    wr.rkey = rk ^ 0x100;  // wrong key too; this one gets flushed
+    uint32_t w2 = a.post_send(qa, wr);
+    link.pump();
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_TRUE(cqes[0].error);
+    EXPECT_EQ(cqes[0].syndrome, cqe::kRemoteAccess);
+    EXPECT_EQ(cqes[0].wqe, w1);
+    EXPECT_TRUE(cqes[1].error);
+    EXPECT_EQ(cqes[1].syndrome, cqe::kFlush);
+    EXPECT_EQ(cqes[1].wqe, w2);
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Err);
+    // A WQE posted in ERR is flushed at once.
+    uint32_t w3 = a.post_send(qa, wr);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_EQ(c.syndrome, cqe::kFlush);
+    EXPECT_EQ(c.wqe, w3);
+    // The WQ catastrophic event reached the async EQ.
+    bool seen = false;
+    for (auto& e : events(a, 1))
+        seen |= e[1] == ev::kWqCatas && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qa.qpn;
+    EXPECT_TRUE(seen);
+}
+
+TEST_F(QpEngine, RcLocalProtectionError)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 5000, sk}};  // beyond the region
+    a.post_send(qa, wr);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kLocalProt);
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Err);
+}
+
+TEST_F(QpEngine, RcRnrThenRecovery)
+{
+    QpParams p;
+    p.min_rnr_timer = 1;  // 10 us
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 256, 8);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 256, sk}};
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));  // waiting out the RNR NAK
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    pump_time(20000, 5000);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.byte_cnt, 256u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 256), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+}
+
+TEST_F(QpEngine, RcRnrRetryExceeded)
+{
+    QpParams p;
+    p.rnr_retry = 2;
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 16, sk}};
+    a.post_send(qa, wr);
+    link.pump();
+    pump_time(200000, 10000);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kRnrRetryExc);
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Err);
+}
+
+TEST_F(QpEngine, RcRetryExceededWhenLinkDropsEverything)
+{
+    QpParams p;
+    p.retry_cnt = 3;
+    p.timeout = 10;  // 4.2 ms
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096);
+    link.drop_all = true;
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 16, sk}};
+    uint64_t sent0 = link.sent;
+    a.post_send(qa, wr);
+    TCqe c;
+    pump_time(15'000'000, 1'000'000);
+    EXPECT_FALSE(a.poll(acq, &c));
+    pump_time(30'000'000, 1'000'000);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kRetryExc);
+    EXPECT_EQ(link.sent - sent0, 4u);  // the first try and three retries
+}
+
+TEST_F(QpEngine, RcRetransmitRecoversFromOneLostPacket)
+{
+    QpParams p;
+    p.timeout = 8;
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 8192);
+    fill(a, sbuf, 6000, 4);
+    b.post_recv(qb, {{rbuf, 8192, rk}});
+    int n = 0;
+    link.filter = [&](const CopiedPacket&) { return ++n != 2; };  // lose the middle packet
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 6000, sk}};
+    a.post_send(qa, wr);
+    link.pump();  // the last packet draws a PSN sequence NAK: go back
+    pump_time(5'000'000, 500'000);
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.byte_cnt, 6000u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 6000), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+}
+
+TEST_F(QpEngine, FlushOnErrForPostedReceives)
+{
+    connect(QpService::Rc);
+    uint64_t rbuf = b.alloc(4096);
+    uint32_t rk = b.reg(rbuf, 4096);
+    for (int i = 0; i < 3; ++i)
+        b.post_recv(qb, {{rbuf, 64, rk}});
+    QpParams p;
+    ASSERT_EQ(b.modify(qb, op::k2Err, QpState::Err, p, 0), Status::Ok);
+    auto cqes = b.drain(bcq);
+    ASSERT_EQ(cqes.size(), 3u);
+    for (unsigned i = 0; i < 3; ++i) {
+        EXPECT_TRUE(cqes[i].error);
+        EXPECT_FALSE(cqes[i].is_send);
+        EXPECT_EQ(cqes[i].syndrome, cqe::kFlush);
+        EXPECT_EQ(cqes[i].wqe, i << qb.rq_shift);
+    }
+    // Receives posted later are flushed on the next poll.
+    b.post_recv(qb, {{rbuf, 64, rk}});
+    b.d.hca().poll(1);
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.syndrome, cqe::kFlush);
+    ASSERT_EQ(b.modify(qb, op::kErr2Rst, QpState::Rst, p, 0), Status::Ok);
+}
+
+TEST_F(QpEngine, UcSendAndWrite)
+{
+    connect(QpService::Uc);
+    uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 8192);
+    fill(a, sbuf, 8192, 11);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 3000, sk}};
+    a.post_send(qa, wr);
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf + 4096, 4096, sk}};
+    wr.raddr = rbuf + 4096;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 3000), 0);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 4096), a.mem().at(sbuf + 4096), 4096), 0);
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.byte_cnt, 3000u);
+    EXPECT_EQ(a.drain(acq).size(), 2u);
+}
+
+class UdEngine : public QpEngine {
+protected:
+    void make_ud()
+    {
+        qa = a.make_qp(QpService::Ud, acq, acq, 64, 64);
+        qb = b.make_qp(QpService::Ud, bcq, bcq, 64, 64);
+        QpParams p;
+        p.qkey = kQkey;
+        a.to_rts(qa, p);
+        b.to_rts(qb, p);
+    }
+};
+
+TEST_F(UdEngine, SendRecvWithGrhAreaAndImmediate)
+{
+    make_ud();
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 1000, 21);
+    b.post_recv(qb, {{rbuf, 2048 + 40, rk}});
+    Node::SendWr wr;
+    wr.op = wqe::kSendImm;
+    wr.imm = 0x55aa55aa;
+    wr.sges = {{sbuf, 1000, sk}};
+    wr.dlid = 2;
+    wr.dqpn = qb.qpn;
+    wr.qkey = kQkey;
+    wr.sl = 3;
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.byte_cnt, 1040u);
+    EXPECT_EQ(c.rqpn, qa.qpn);
+    EXPECT_EQ(c.rlid, 1);
+    EXPECT_EQ(c.sl, 3);
+    EXPECT_FALSE(c.grh);
+    EXPECT_EQ(c.imm, 0x55aa55aau);
+    EXPECT_EQ(c.opcode, 0x65);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 40), a.mem().at(sbuf), 1000), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_EQ(c.opcode, wqe::kSendImm);
+
+    // With a GRH: the first 40 bytes of the buffer get it.
+    b.post_recv(qb, {{rbuf, 2048 + 40, rk}});
+    wr.op = wqe::kSend;
+    wr.grh = true;
+    wr.dgid[0] = 0xfe, wr.dgid[1] = 0x80;
+    wr.qkey = 0x80000000u;  // high bit: use the QP's own Q_Key
+    a.post_send(qa, wr);
+    link.pump();
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_TRUE(c.grh);
+    EXPECT_EQ(b.mem().at(rbuf)[0] >> 4, 6);  // IPVer
+    EXPECT_EQ(b.mem().at(rbuf)[24], 0xfe);
+    EXPECT_EQ(c.imm >> 16, 0u);              // P_Key index 0
+}
+
+TEST_F(UdEngine, QkeyAndPkeyViolationsAreCounted)
+{
+    make_ud();
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 100, sk}};
+    wr.dlid = 2;
+    wr.dqpn = qb.qpn;
+    wr.qkey = kQkey + 1;
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    EXPECT_FALSE(b.poll(bcq, &c));
+    EXPECT_EQ(b.core().ports()[0].qkey_violations, 1);
+    // A P_Key B does not have: change A's table entry 0 to another partition.
+    uint16_t* pk = const_cast<uint16_t*>(&a.core().ports()[0].pkeys[0]);
+    *pk = 0x8001;
+    wr.qkey = kQkey;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_FALSE(b.poll(bcq, &c));
+    EXPECT_EQ(b.core().ports()[0].pkey_violations, 1);
+    // Limited member to full member is fine.
+    *pk = 0x7fff;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_TRUE(b.poll(bcq, &c));
+}
+
+TEST_F(UdEngine, MulticastReachesEveryAttachedQp)
+{
+    make_ud();
+    TQp qb2 = b.make_qp(QpService::Ud, bcq, bcq, 16, 16);
+    QpParams p;
+    p.qkey = kQkey;
+    b.to_rts(qb2, p);
+    std::array<uint8_t, 16> mgid{0xff, 0x12, 0x40, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    // mthca_multicast_attach: MGID_HASH, then WRITE_MGM at that index.
+    std::memcpy(b.d.in().data(), mgid.data(), 16);
+    uint64_t hash = 0;
+    ASSERT_EQ(b.d.cmd(op::kMgidHash, b.d.in_box(), 0, 0, 0, &hash), Status::Ok);
+    std::memset(b.d.in().data(), 0, 256);
+    std::memcpy(b.d.in().data() + 16, mgid.data(), 16);
+    put32(b.d.in(), 32, 0x80000000u | qb.qpn);
+    put32(b.d.in(), 36, 0x80000000u | qb2.qpn);
+    ASSERT_EQ(b.d.cmd(op::kWriteMgm, b.d.in_box(), 0, uint32_t(hash)), Status::Ok);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 8192);
+    fill(a, sbuf, 64, 1);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    b.post_recv(qb2, {{rbuf + 4096, 4096, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 64, sk}};
+    wr.dlid = 0xc001;
+    wr.dqpn = iba::kMulticastQpn;
+    wr.qkey = kQkey;
+    wr.grh = true;
+    wr.dgid = mgid;
+    a.post_send(qa, wr);
+    link.pump();
+    auto cqes = b.drain(bcq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 40), a.mem().at(sbuf), 64), 0);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 4096 + 40), a.mem().at(sbuf), 64), 0);
+}
+
+// QP0 on both sides: an SMP sent with the MLX transport (the driver builds
+// LRH/BTH/DETH itself) arrives on VL15 in the peer's QP0 receive queue.
+TEST_F(QpEngine, SmpThroughQp0MlxTransport)
+{
+    uint32_t qp0a = a.d.sqp_start, qp0b = b.d.sqp_start;
+    TQp sa = a.make_qp(QpService::Mlx, acq, acq, 16, 16, 4, qp0a);
+    TQp sb = b.make_qp(QpService::Mlx, bcq, bcq, 16, 16, 4, qp0b);
+    QpParams p;
+    a.to_rts(sa, p);
+    b.to_rts(sb, p);
+    EXPECT_EQ(a.core().find_qp(qp0a)->special, SpecialQp::Smi);
+    uint64_t hbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t hk = a.reg(hbuf, 4096), rk = b.reg(rbuf, 4096);
+    // Headers: LRH (VL15, LNH local, DLID permissive), BTH (UD SEND ONLY, QP 0), DETH.
+    uint8_t* h = a.mem().at(hbuf);
+    std::memset(h, 0, 28);
+    h[0] = 0xf0;
+    h[1] = 0x02;
+    put16(std::span<uint8_t>(h, 28), 2, 0xffff);
+    put16(std::span<uint8_t>(h, 28), 4, uint16_t((28 + 256 + 4) / 4));
+    put16(std::span<uint8_t>(h, 28), 6, 0xffff);
+    h[8] = 0x64;
+    put16(std::span<uint8_t>(h, 28), 10, 0xffff);
+    put32(std::span<uint8_t>(h, 28), 12, 0);
+    put32(std::span<uint8_t>(h, 28), 20, 0);  // Q_Key
+    put32(std::span<uint8_t>(h, 28), 24, 0);  // source QP 0
+    uint8_t* mad = a.mem().at(hbuf + 64);
+    std::memset(mad, 0, 256);
+    mad[0] = 1, mad[1] = 0x81, mad[2] = 1, mad[3] = 1;
+    b.post_recv(sb, {{rbuf, 256 + 40, rk}});
+    // The MLX WQE: next segment carrying VL15, header gather entry, MAD, ICRC placeholder.
+    uint32_t idx = sa.sq_head & (sa.sq_n - 1);
+    uint32_t off = sa.sq_off + (idx << sa.sq_shift);
+    uint8_t* w = a.mem().at(sa.buf + off);
+    std::memset(w + 4, 0, 60);
+    auto ws = std::span<uint8_t>(w, 1u << sa.sq_shift);
+    put32(ws, 8, wqe::kMlxVl15 | wqe::kFlagCqUpdate);
+    put16(ws, 12, 0xffff);
+    put32(ws, 16, 28), put32(ws, 20, hk), put64(ws, 24, hbuf);
+    put32(ws, 32, 256), put32(ws, 36, hk), put64(ws, 40, hbuf + 64);
+    put32(ws, 48, 0x80000004u);
+    uint8_t* prev = a.mem().at(sa.buf + sa.prev_sq);
+    put32(std::span<uint8_t>(prev, 8), 0, off | wqe::kSend);
+    put32(std::span<uint8_t>(prev, 8), 4, wqe::kDbd | 4);
+    sa.prev_sq = off;
+    link.capture = true;
+    a.ring_send(sa, sa.sq_head, 1, wqe::kSend, 4);
+    link.pump();
+    ASSERT_EQ(link.captured.size(), 1u);
+    EXPECT_EQ(link.captured[0].vl, 15);
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.qpn, qp0b);
+    EXPECT_EQ(c.byte_cnt, 256u + 40);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 40), mad, 256), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+}
+
+TEST_F(QpEngine, CqArmRaisesCompletionEventsOnce)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    for (int i = 0; i < 4; ++i)
+        b.post_recv(qb, {{rbuf, 4096, rk}});
+    events(b, 0);
+    b.arm(bcq, false);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 10, sk}};
+    a.post_send(qa, wr);
+    a.post_send(qa, wr);
+    link.pump();
+    auto evs = events(b, 0);
+    ASSERT_EQ(evs.size(), 1u);  // one event until re-armed
+    EXPECT_EQ(evs[0][1], ev::kComp);
+    EXPECT_EQ(get32(std::span<const uint8_t>(evs[0].data() + 4, 4), 0), bcq.cqn);
+    // Solicited-only: an unsolicited completion does not fire, a solicited one does.
+    b.drain(bcq);
+    b.arm(bcq, true);
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_TRUE(events(b, 0).empty());
+    wr.solicited = true;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(events(b, 0).size(), 1u);
+}
+
+TEST_F(QpEngine, CqOverflowIsACqError)
+{
+    TCq small = b.make_cq(4);
+    qa = a.make_qp(QpService::Rc, acq, acq, 64, 64);
+    qb = b.make_qp(QpService::Rc, small, small, 64, 64);
+    QpParams pa, pb;
+    pa.dlid = 2, pa.remote_qpn = qb.qpn, pb.dlid = 1, pb.remote_qpn = qa.qpn;
+    pa.sq_psn = pb.rq_psn = 1, pb.sq_psn = pa.rq_psn = 1;
+    a.to_rts(qa, pa);
+    b.to_rts(qb, pb);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    for (int i = 0; i < 6; ++i)
+        b.post_recv(qb, {{rbuf, 64, rk}});
+    events(b, 1);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 8, sk}};
+    for (int i = 0; i < 6; ++i)
+        a.post_send(qa, wr);
+    link.pump();
+    bool cq_err = false;
+    for (auto& e : events(b, 1))
+        cq_err |= e[1] == ev::kCqError && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == small.cqn;
+    EXPECT_TRUE(cq_err);
+    EXPECT_EQ(b.drain(small).size(), 4u);
+}
+
+TEST_F(QpEngine, SrqReceivesAndLimitEvent)
+{
+    TSrq srq = b.make_srq(16);
+    qa = a.make_qp(QpService::Rc, acq, acq, 64, 64);
+    qb = b.make_qp(QpService::Rc, bcq, bcq, 64, 0, 4, 0, &srq);
+    QpParams pa, pb;
+    pa.dlid = 2, pa.remote_qpn = qb.qpn, pb.dlid = 1, pb.remote_qpn = qa.qpn;
+    a.to_rts(qa, pa);
+    b.to_rts(qb, pb);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 64, 3);
+    for (int i = 0; i < 4; ++i)
+        b.post_srq_recv(srq, {{rbuf + i * 256u, 256, rk}});
+    ASSERT_EQ(b.d.cmd(op::kArmSrq, 3, 0, srq.srqn), Status::Ok);
+    events(b, 1);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 64, sk}};
+    a.post_send(qa, wr);
+    a.post_send(qa, wr);
+    link.pump();
+    auto cqes = b.drain(bcq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(cqes[0].wqe, 0u);
+    EXPECT_EQ(cqes[1].wqe, 1u << srq.shift);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 256), a.mem().at(sbuf), 64), 0);
+    bool limit = false;
+    for (auto& e : events(b, 1))
+        limit |= e[1] == ev::kSrqLimit;
+    EXPECT_TRUE(limit);
+}
+
+TEST_F(QpEngine, SqdDrainsAndRaisesEvent)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 64, sk}};
+    a.post_send(qa, wr);  // in flight: the ACK is still queued
+    events(a, 1);
+    QpParams p;
+    ASSERT_EQ(a.modify(qa, op::kRts2Sqd, QpState::Sqd, p, 0, 1u << 31), Status::Ok);
+    EXPECT_TRUE(events(a, 1).empty());
+    link.pump();
+    bool drained = false;
+    for (auto& e : events(a, 1))
+        drained |= e[1] == ev::kSqDrained;
+    EXPECT_TRUE(drained);
+    // In SQD new WQEs wait; back in RTS they go.
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(b.drain(bcq).size(), 1u);
+    ASSERT_EQ(a.modify(qa, op::kSqd2Rts, QpState::Rts, p, 0), Status::Ok);
+    link.pump();
+    EXPECT_EQ(b.drain(bcq).size(), 1u);
+}
+
+TEST_F(QpEngine, PortCountersCountTraffic)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 8192);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 4096, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    link.pump();
+    // Two data packets: LRH 8 + BTH 12 (+ RETH 16 on the first) + 2048 + ICRC 4.
+    uint64_t words = (8 + 12 + 16 + 2048 + 4) / 4 + (8 + 12 + 2048 + 4) / 4;
+    // PMA Get(PortCounters) through MAD_IFC, as perfquery would see it.
+    std::memset(a.d.in().data(), 0, 256);
+    a.d.in()[0] = 1, a.d.in()[1] = mad::kClassPerf, a.d.in()[2] = 1, a.d.in()[3] = mad::kMethodGet;
+    put16(a.d.in(), 16, mad::kAttrPortCounters);
+    a.d.in()[64 + 1] = 1;
+    ASSERT_EQ(a.d.cmd(op::kMadIfc, a.d.in_box(), a.d.out_box(), 1, 0x3), Status::Ok);
+    auto pc = a.d.out().subspan(64);
+    EXPECT_EQ(get32(pc, 24), words);  // PortXmitData
+    EXPECT_EQ(get32(pc, 32), 2u);     // PortXmitPkts
+    EXPECT_EQ(get32(pc, 36), 1u);     // PortRcvPkts: the ACK
+    EXPECT_EQ(get32(pc, 28), (8u + 12 + 4 + 4) / 4);
+}
+
+// Guest garbage in WQEs and doorbells never crashes the model.
+TEST_F(QpEngine, HostileWqesAndDoorbells)
+{
+    Log::set_level(LogLevel::Error);
+    connect(QpService::Rc);
+    TQp ud = a.make_qp(QpService::Ud, acq, acq, 16, 16);
+    QpParams p;
+    p.qkey = 1;
+    a.to_rts(ud, p);
+    std::mt19937_64 rng(1234);
+    uint64_t sbuf = a.alloc(4096);
+    a.reg(sbuf, 4096);
+    for (int round = 0; round < 3000; ++round) {
+        TQp& q = round % 3 == 0 ? ud : qa;
+        // Scribble on the whole send queue, then ring a random doorbell.
+        uint8_t* w = a.mem().at(q.buf + q.sq_off);
+        size_t bytes = size_t(q.sq_n) << q.sq_shift;
+        for (int k = 0; k < 8; ++k)
+            w[rng() % bytes] = uint8_t(rng());
+        if (round % 7 == 0)
+            for (size_t k = 0; k < 64; k += 8)
+                put64(std::span<uint8_t>(w + (rng() % (bytes / 64)) * 64 + k, 8), 0, rng());
+        uint32_t hi = uint32_t(rng());
+        uint32_t lo = uint32_t(q.qpn << 8) | uint32_t(rng() & 0x3f);
+        a.d.write_be64(2, uint64_t(a.uar) * 4096 + kUarSendDoorbell, uint64_t(hi) << 32 | lo);
+        if (round % 5 == 0) {
+            // Random doorbell on random offsets/UARs too.
+            a.d.write_be64(2, (rng() % 4) * 4096 + (rng() % 6) * 8, rng());
+        }
+        // Random receive doorbell records and packets to B.
+        if (round % 11 == 0)
+            put32(std::span<uint8_t>(b.db_rec(qb.rq_db), 4), 0, uint32_t(rng()));
+        link.pump();
+        if (round % 50 == 0) {
+            a.drain(acq);
+            b.drain(bcq);
+            now += 100'000'000;
+            a.d.hca().poll(now);
+            b.d.hca().poll(now);
+            link.pump();
+        }
+        // Bring errored QPs back so the engine keeps being exercised.
+        const Qp* cq = a.core().find_qp(q.qpn);
+        if (cq && cq->state == QpState::Err) {
+            ASSERT_EQ(a.modify(q, op::kErr2Rst, QpState::Rst, p, 0), Status::Ok);
+            q.sq_head = 0;
+            q.prev_sq = q.sq_off + ((q.sq_n - 1) << q.sq_shift);
+            QpParams pp = p;
+            if (q.service == uint8_t(QpService::Rc))
+                pp.dlid = 2, pp.remote_qpn = qb.qpn;
+            a.to_rts(q, pp);
+        }
+    }
+    // Random packets straight at B's port.
+    for (int round = 0; round < 3000; ++round) {
+        Packet pk;
+        pk.hdr_len = uint16_t(rng() % Packet::kMaxHdr);
+        for (auto& byte : pk.hdr)
+            byte = uint8_t(rng());
+        if (round % 2) {
+            pk.hdr[1] = uint8_t((pk.hdr[1] & 0xfc) | 2);
+            put16(pk.hdr, 2, 2);
+            put32(pk.hdr, 12, round % 4 == 1 ? qb.qpn : uint32_t(rng() & 0xff));
+            pk.hdr_len = uint16_t(20 + rng() % 40);
+        }
+        std::vector<uint8_t> pay(rng() % 3000);
+        if (!pay.empty()) {
+            pk.nseg = 1;
+            pk.seg[0] = {pay.data(), uint32_t(pay.size())};
+            pk.payload_len = uint32_t(pay.size());
+        }
+        link.ep[1]->receive(pk);
+        link.pump();
+    }
+    Log::set_level(LogLevel::Info);
+    SUCCEED();
+}
+
+}  // namespace
+}  // namespace ibemu::mthca::test

@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The send side of the QP engine: the send doorbell, fetching and parsing
+// send WQEs (the mem-free layouts of mthca_wqe.h: a "next" segment, then
+// remote-address / atomic / UD address-vector segments, then data
+// segments), packetising messages per transport, the RC requester's
+// retransmission, and the responder's ACKs, READ responses and atomic ACKs.
+//
+// A WQE's opcode and size are not in the WQE itself: they are in the "next"
+// segment of the WQE before it (or, for the first WQE of a doorbell, in the
+// doorbell). The engine follows that chain only as far as the doorbells
+// have counted WQEs.
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "hca/core.h"
+#include "hca/iba.h"
+#include "hca/qp_engine.h"
+#include "hca/regs.h"
+#include "hca/wire.h"
+
+namespace ibemu::mthca {
+
+using namespace qpe;
+
+namespace {
+constexpr uint8_t kZeroPad[4] = {0, 0, 0, 0};
+}  // namespace
+
+// ---- headers ------------------------------------------------------------------
+
+Core::Route Core::route_of(const Qp& q) const
+{
+    Route rt;
+    rt.port = q.port ? q.port : 1;
+    rt.dlid = q.a.rlid;
+    rt.sl = q.a.sl;
+    rt.path_bits = q.a.path_bits;
+    rt.grh = q.a.grh;
+    rt.dgid = q.a.rgid.data();
+    rt.hop = q.a.hop_limit;
+    rt.tclass = q.a.tclass;
+    rt.flow = q.a.flow;
+    return rt;
+}
+
+size_t Core::build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, uint16_t pkey, uint32_t dqpn,
+                           bool ackreq, uint32_t psn)
+{
+    const Port& pt = ports_[rt.port - 1];
+    uint8_t* h = p.hdr.data();
+    p.vl = 0;
+    h[0] = 0;  // VL 0, LVer 0
+    h[1] = uint8_t(rt.sl << 4 | (rt.grh ? iba::kLnhIbaGlobal : iba::kLnhIbaLocal));
+    wbe16(h + 2, rt.dlid);
+    wbe16(h + 4, 0);
+    wbe16(h + 6, uint16_t(pt.lid | (rt.path_bits & ((1u << pt.lmc) - 1))));
+    size_t off = iba::kLrhLen;
+    if (rt.grh) {
+        uint8_t* g = h + off;
+        wbe32(g, 6u << 28 | uint32_t(rt.tclass) << 20 | (rt.flow & 0xfffff));
+        wbe16(g + 4, 0);
+        g[6] = iba::kGrhNextHdrIba;
+        g[7] = rt.hop;
+        wbe64(g + 8, pt.gid_prefix);
+        wbe64(g + 16, pt.guid);
+        if (rt.dgid)
+            std::memcpy(g + 24, rt.dgid, 16);
+        else
+            std::memset(g + 24, 0, 16);
+        off += iba::kGrhLen;
+    }
+    uint8_t* b = h + off;
+    b[0] = opcode;
+    b[1] = uint8_t(se ? 0x80 : 0);  // pad count filled in by finish_packet
+    wbe16(b + 2, pkey);
+    wbe32(b + 4, dqpn & 0xffffff);
+    wbe32(b + 8, (ackreq ? 0x80000000u : 0) | (psn & iba::kPsnMask));
+    return off + iba::kBthLen;
+}
+
+void Core::finish_packet(Packet& p, size_t hdr_len)
+{
+    p.hdr_len = uint16_t(hdr_len);
+    unsigned pad = (4 - (p.payload_len & 3)) & 3;
+    uint8_t* h = p.hdr.data();
+    size_t bth = (h[1] & 3) == iba::kLnhIbaGlobal ? iba::kLrhLen + iba::kGrhLen : iba::kLrhLen;
+    if (pad) {
+        p.seg[p.nseg++] = {kZeroPad, pad};
+        p.payload_len += pad;
+        h[bth + 1] = uint8_t((h[bth + 1] & 0xcf) | pad << 4);
+    }
+    uint32_t total = uint32_t(hdr_len) + p.payload_len + 4;  // + ICRC
+    wbe16(h + 4, uint16_t((total / 4) & 0x7ff));
+    if (bth != iba::kLrhLen)
+        wbe16(h + iba::kLrhLen + 4, uint16_t(total - iba::kLrhLen - iba::kGrhLen));
+}
+
+void Core::transmit(unsigned port, Packet& p)
+{
+    if (port < 1 || port > num_ports_)
+        return;
+    Port& pt = ports_[port - 1];
+    Wire* w = wires_[port - 1];
+    ++db_.tx_packets;
+    if (!w || !pt.link_present || !pt.ib_open) {
+        ++pt.xmit_discards;
+        return;
+    }
+    ++pt.xmit_pkts;
+    pt.xmit_data += be16(p.hdr.data() + 4) & 0x7ff;
+    ++tx_depth_;
+    w->transmit(p);
+    --tx_depth_;
+}
+
+uint8_t* Core::bounce()
+{
+    return bounce_[std::min<unsigned>(tx_depth_, unsigned(bounce_.size()) - 1)].data();
+}
+
+// ---- WQE fetch ------------------------------------------------------------------
+
+bool Core::sq_fetch(Qp& q, uint32_t off, uint8_t size, WqeView& w)
+{
+    w = WqeView{};
+    w.off = off;
+    w.size = size;
+    uint32_t stride = 1u << q.a.sq_log_stride;
+    uint32_t sq_bytes = (1u << q.a.sq_log_size) << q.a.sq_log_stride;
+    if (off < q.a.send_wqe_offset || off - q.a.send_wqe_offset >= sq_bytes || (off & 63) ||
+        ((off - q.a.send_wqe_offset) & (stride - 1))) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: send WQE address 0x%x outside the SQ", q.qpn, off);
+        return false;
+    }
+    uint32_t bytes = uint32_t(size) * 16;
+    if (bytes < 16 || bytes > stride || bytes > sizeof w.buf) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: send WQE size %u (stride %u)", q.qpn, bytes, stride);
+        return false;
+    }
+    if (!tpt_access(q.a.wqe_lkey, q.a.pd, off, w.buf, bytes, false)) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: send WQE at 0x%x unreadable through lkey 0x%08x", q.qpn, off,
+                          q.a.wqe_lkey);
+        return false;
+    }
+    uint32_t nda = be32(w.buf);
+    uint32_t nds = be32(w.buf + 4);
+    w.next_off = nda & ~0x3fu;
+    w.next_op = uint8_t(nda & 0x1f);
+    w.next_size = uint8_t(nds & 0x3f);
+    w.flags = be32(w.buf + 8);
+    w.imm = be32(w.buf + 12);
+    return true;
+}
+
+// Parse the segments after the "next" segment for opcode w.op.
+bool Core::parse_segments(WqeView& w, uint8_t service, bool special, unsigned* seg_start)
+{
+    unsigned o = wqe::kNextSegLen;
+    unsigned end = unsigned(w.size) * 16;
+    auto need = [&](unsigned n) { return o + n <= end; };
+    switch (service) {
+    case uint8_t(QpService::Rc):
+    case uint8_t(QpService::Uc):
+        if (w.op == wqe::kRdmaWrite || w.op == wqe::kRdmaWriteImm || w.op == wqe::kRdmaRead) {
+            if (!need(wqe::kRaddrSegLen))
+                return false;
+            w.raddr = be64(w.buf + o);
+            w.rkey = be32(w.buf + o + 8);
+            o += wqe::kRaddrSegLen;
+        } else if (w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
+            if (!need(wqe::kRaddrSegLen + wqe::kAtomicSegLen))
+                return false;
+            w.raddr = be64(w.buf + o);
+            w.rkey = be32(w.buf + o + 8);
+            w.swap_add = be64(w.buf + o + 16);
+            w.compare = be64(w.buf + o + 24);
+            o += wqe::kRaddrSegLen + wqe::kAtomicSegLen;
+        }
+        break;
+    case uint8_t(QpService::Ud):
+        if (!need(wqe::kUdSegLen))
+            return false;
+        w.av = w.buf + o;
+        w.dqpn = be32(w.buf + o + 32) & 0xffffff;
+        w.qkey = be32(w.buf + o + 36);
+        o += wqe::kUdSegLen;
+        break;
+    default:
+        break;
+    }
+    (void)special;
+    *seg_start = o;
+    return true;
+}
+
+// ---- the send doorbell and the SQ engine ------------------------------------
+
+void Core::send_doorbell(Qp& q, uint32_t hi, uint32_t lo)
+{
+    QpRun& r = q.r;
+    uint32_t nreq = hi >> 24;
+    uint32_t head = (hi >> 8) & 0xffff;
+    uint8_t op0 = uint8_t(hi & 0x1f);
+    uint8_t size0 = uint8_t(lo & 0x3f);
+    if (!nreq)
+        return;
+    if (!q.a.has_sq) {
+        IBEMU_GUEST_ERROR(cfg_.name, "send doorbell for QP 0x%x in %s, which has no send queue", q.qpn,
+                          qp_state_name(q.state));
+        return;
+    }
+    uint32_t sq_n = 1u << q.a.sq_log_size;
+    if (!r.sq_pending || !r.sq_have_next) {
+        r.sq_next_wqe = ((head & (sq_n - 1)) << q.a.sq_log_stride) + q.a.send_wqe_offset;
+        r.sq_next_op = op0;
+        r.sq_next_size = size0;
+        r.sq_have_next = true;
+    }
+    if (r.sq_pending + nreq > sq_n) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: %u send WQEs rung on a %u-entry SQ", q.qpn, r.sq_pending + nreq, sq_n);
+        nreq = sq_n - std::min(r.sq_pending, sq_n);
+    }
+    r.sq_pending += nreq;
+    if (q.state == QpState::Err) {
+        qp_flush(q);
+        return;
+    }
+    if (q.state == QpState::Rts)
+        sq_progress(q);
+}
+
+void Core::sq_progress(Qp& q)
+{
+    QpRun& r = q.r;
+    if (r.sq_busy) {
+        r.sq_again = true;
+        return;
+    }
+    r.sq_busy = true;
+    do {
+        r.sq_again = false;
+        while (r.sq_pending && r.sq_have_next && q.state == QpState::Rts && !r.rnr_wait) {
+            bool rc = q.service == uint8_t(QpService::Rc);
+            if (rc && r.out_head - r.out_tail >= kMaxOutstanding)
+                break;
+            WqeView w;
+            uint32_t off = r.sq_next_wqe;
+            if (!sq_fetch(q, off, r.sq_next_size, w)) {
+                // Unusable WQE: it completes in error, the QP goes to ERR.
+                r.sq_pending--;
+                r.sq_have_next = false;
+                cqe_error(q, true, off, cqe::kLocalQpOp, q.a.cqn_snd);
+                qp_to_error(q, cqe::kLocalQpOp, true);
+                break;
+            }
+            w.op = r.sq_next_op;
+            // Advance the chain before executing: execution may re-enter.
+            r.sq_pending--;
+            if (r.sq_pending) {
+                r.sq_next_wqe = w.next_off;
+                r.sq_next_op = w.next_op;
+                r.sq_next_size = w.next_size;
+            } else {
+                r.sq_have_next = false;
+            }
+            uint8_t syn = sq_execute(q, w);
+            if (syn) {
+                cqe_error(q, true, w.off, syn, q.a.cqn_snd);
+                qp_to_error(q, syn, true);
+                break;
+            }
+        }
+    } while (r.sq_again && q.state == QpState::Rts);
+    r.sq_busy = false;
+    if (q.state == QpState::Sqd && !r.sq_busy && r.out_head == r.out_tail && r.drained_event) {
+        r.drained_event = false;
+        qp_event(ev::kSqDrained, q.qpn);
+    }
+}
+
+// Build the gather list of w's data segments; a syndrome on failure.
+uint8_t Core::parse_gather(Qp& q, WqeView& w, unsigned o, bool mlx)
+{
+    unsigned end = unsigned(w.size) * 16;
+    bool scatter = w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa;
+    for (; o + 16 <= end; o += 16) {
+        uint32_t bc = be32(w.buf + o);
+        if (bc & wqe::kInlineBit) {
+            uint32_t n = bc & 0x3ff;
+            if (mlx) {  // the ICRC placeholder of an MLX WQE
+                o += ((4 + n + 15) & ~15u) - 16;
+                continue;
+            }
+            // Inline data follows the byte count directly.
+            if (o + 4 + n > end || w.nsge >= kMaxSge)
+                return cqe::kLocalLength;
+            w.sge[w.nsge++] = {n, kInlineKey, uint64_t(o + 4), nullptr};
+            w.len += n;
+            o += ((4 + n + 15) & ~15u) - 16;
+            continue;
+        }
+        uint32_t lkey = be32(w.buf + o + 4);
+        uint64_t addr = be64(w.buf + o + 8);
+        if (lkey == wqe::kInvalLkey && bc == 0)
+            break;
+        if (w.nsge >= kMaxSge)
+            return cqe::kLocalLength;
+        const Mpt* m = nullptr;
+        if (bc && mr_check(lkey, q.a.pd, addr, bc, scatter ? kMptLocalWrite : 0, &m) != Tpt::Ok) {
+            IBEMU_DEBUG(cfg_.name, "QP 0x%x: SGE lkey 0x%08x va 0x%llx len %u refused", q.qpn, lkey,
+                        (unsigned long long)addr, bc);
+            return cqe::kLocalProt;
+        }
+        w.sge[w.nsge++] = {bc, lkey, addr, m};
+        w.len += bc;
+    }
+    if (w.len > 0x80000000ull)
+        return cqe::kLocalLength;
+    return 0;
+}
+
+bool Core::gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, unsigned first_sge)
+{
+    for (unsigned i = first_sge; i < w.nsge && n; ++i) {
+        const Sge& s = w.sge[i];
+        if (off >= s.len) {
+            off -= s.len;
+            continue;
+        }
+        uint32_t k = uint32_t(std::min<uint64_t>(s.len - off, n));
+        if (!s.mr) {
+            g.seg(w.buf + s.addr + off, k);
+        } else if (!mr_walk(*s.mr, s.addr + off, k, [&](uint64_t gpa, uint32_t cnt) { return g.gpa(gpa, cnt); })) {
+            return false;
+        }
+        n -= k;
+        off = 0;
+    }
+    return g.ok && n == 0;
+}
+
+uint8_t Core::sq_execute(Qp& q, WqeView& w)
+{
+    bool mlx = q.service == uint8_t(QpService::Mlx);
+    uint8_t svc = mlx ? uint8_t(QpService::Mlx) : q.service;
+    bool op_ok;
+    switch (svc) {
+    case uint8_t(QpService::Rc):
+        op_ok = w.op == wqe::kSend || w.op == wqe::kSendImm || w.op == wqe::kRdmaWrite ||
+                w.op == wqe::kRdmaWriteImm || w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs ||
+                w.op == wqe::kAtomicFa;
+        break;
+    case uint8_t(QpService::Uc):
+        op_ok = w.op == wqe::kSend || w.op == wqe::kSendImm || w.op == wqe::kRdmaWrite || w.op == wqe::kRdmaWriteImm;
+        break;
+    default:
+        op_ok = w.op == wqe::kSend || w.op == wqe::kSendImm;
+        break;
+    }
+    if (!op_ok) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: send opcode 0x%02x not valid for service %u", q.qpn, w.op, svc);
+        return cqe::kLocalQpOp;
+    }
+    unsigned o = 0;
+    if (!parse_segments(w, svc, q.special != SpecialQp::None, &o))
+        return cqe::kLocalLength;
+    if (uint8_t s = parse_gather(q, w, o, mlx))
+        return s;
+    bool signaled = (w.flags & wqe::kFlagCqUpdate) || q.a.sig_all;
+    bool se = w.flags & wqe::kFlagSolicit;
+    const Port& pt = ports_[(q.port ? q.port : 1) - 1];
+    uint16_t pkey = pt.pkeys[q.a.pkey_index % kPkeyTableLen];
+
+    if (mlx) {
+        // The driver built LRH..DETH itself in the first gather entry.
+        if (!w.nsge || w.sge[0].len < iba::kLrhLen + iba::kBthLen || w.sge[0].len > Packet::kMaxHdr)
+            return cqe::kLocalLength;
+        Packet p;
+        Gather g{*this, p, bounce()};
+        if (w.sge[0].mr) {
+            if (!mr_read(*w.sge[0].mr, w.sge[0].addr, p.hdr.data(), w.sge[0].len))
+                return cqe::kLocalProt;
+        } else {
+            std::memcpy(p.hdr.data(), w.buf + w.sge[0].addr, w.sge[0].len);
+        }
+        p.hdr_len = uint16_t(w.sge[0].len);
+        uint32_t plen = uint32_t(w.len - w.sge[0].len);
+        if (!gather_range(w, 0, plen, g, 1))
+            return cqe::kLocalProt;
+        p.vl = (w.flags & wqe::kMlxVl15) ? 15 : uint8_t(p.hdr[0] >> 4);
+        transmit(q.port, p);
+        if (signaled)
+            cqe_send(q, w.off, w.op, 0);
+        return 0;
+    }
+
+    if (svc == uint8_t(QpService::Ud)) {
+        const uint8_t* av = w.av;
+        uint8_t port = uint8_t(av[0]);
+        uint32_t av_pd = be32(av) & 0xffffff;
+        if (av_pd != q.a.pd)
+            return cqe::kLocalProt;
+        if (port < 1 || port > num_ports_)
+            port = q.port ? q.port : 1;
+        if (w.len > q.a.mtu)
+            return cqe::kLocalLength;
+        Route rt;
+        rt.port = port;
+        rt.dlid = be16(av + 6);
+        uint32_t stf = be32(av + 12);
+        rt.sl = uint8_t(stf >> 28);
+        rt.path_bits = av[5] & 0x7f;
+        rt.grh = av[5] & 0x80;
+        rt.dgid = av + 16;
+        rt.hop = av[11];
+        rt.tclass = uint8_t(stf >> 20);
+        rt.flow = stf & 0xfffff;
+        Packet p;
+        bool imm = w.op == wqe::kSendImm;
+        size_t h = build_headers(p, rt, imm ? 0x65 : 0x64, se, pkey, w.dqpn, false, q.r.npsn);
+        q.r.npsn = (q.r.npsn + 1) & iba::kPsnMask;
+        uint32_t qkey = (w.qkey & 0x80000000u) ? q.a.qkey : w.qkey;
+        wbe32(p.hdr.data() + h, qkey);
+        wbe32(p.hdr.data() + h + 4, q.qpn);
+        h += iba::kDethLen;
+        if (imm) {
+            wbe32(p.hdr.data() + h, w.imm);
+            h += iba::kImmLen;
+        }
+        Gather g{*this, p, bounce()};
+        if (!gather_range(w, 0, uint32_t(w.len), g, 0))
+            return cqe::kLocalProt;
+        finish_packet(p, h);
+        transmit(port, p);
+        if (signaled)
+            cqe_send(q, w.off, w.op, 0);
+        return 0;
+    }
+
+    // RC / UC.
+    uint32_t mtu = q.a.mtu;
+    uint32_t npkts;
+    if (w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
+        if (!w.nsge || w.sge[0].len < 8)
+            return cqe::kLocalLength;
+        w.len = 8;
+        npkts = 1;
+    } else {
+        npkts = w.len ? uint32_t((w.len + mtu - 1) / mtu) : 1;
+    }
+    if (svc == uint8_t(QpService::Rc)) {
+        QpRun& r = q.r;
+        SendEntry& e = r.out[r.out_head % kMaxOutstanding];
+        e = SendEntry{};
+        e.wqe = w.off;
+        e.op = w.op;
+        e.size = w.size;
+        e.signaled = signaled;
+        e.first_psn = r.npsn;
+        e.last_psn = (r.npsn + npkts - 1) & iba::kPsnMask;
+        e.len = uint32_t(w.len);
+        r.npsn = (r.npsn + npkts) & iba::kPsnMask;
+        ++r.out_head;
+        if (r.deadline == UINT64_MAX && !r.rnr_wait)
+            if (uint64_t t = ack_timeout_ns(q.a.ackto))
+                arm_timer(q, now_ + t);
+        emit_message(q, w, e.first_psn, e.first_psn, npkts);
+        return 0;
+    }
+    uint32_t first = q.r.npsn;
+    q.r.npsn = (q.r.npsn + npkts) & iba::kPsnMask;
+    emit_message(q, w, first, first, npkts);
+    if (signaled)
+        cqe_send(q, w.off, w.op, 0);
+    return 0;
+}
+
+// Send the packets of message w (first PSN first_psn) from PSN from_psn on.
+void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t from_psn, uint32_t npkts)
+{
+    using namespace iba::opc;
+    uint8_t tr = uint8_t((q.service == uint8_t(QpService::Uc) ? iba::kTrUc : iba::kTrRc) << 5);
+    bool rc = q.service == uint8_t(QpService::Rc);
+    Route rt = route_of(q);
+    const Port& pt = ports_[rt.port - 1];
+    uint16_t pkey = pt.pkeys[q.a.pkey_index % kPkeyTableLen];
+    bool se = w.flags & wqe::kFlagSolicit;
+    uint32_t mtu = q.a.mtu;
+
+    if (w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
+        Packet p;
+        bool rd = w.op == wqe::kRdmaRead;
+        uint8_t opc = rd ? kReadReq : (w.op == wqe::kAtomicCs ? kCmpSwap : kFetchAdd);
+        size_t h = build_headers(p, rt, uint8_t(tr | opc), false, pkey, q.a.remote_qpn, true, first_psn);
+        uint8_t* x = p.hdr.data() + h;
+        wbe64(x, w.raddr);
+        wbe32(x + 8, w.rkey);
+        if (rd) {
+            wbe32(x + 12, uint32_t(w.len));
+            h += iba::kRethLen;
+        } else {
+            wbe64(x + 12, w.swap_add);
+            wbe64(x + 20, w.compare);
+            h += iba::kAtomicEthLen;
+        }
+        finish_packet(p, h);
+        transmit(rt.port, p);
+        return;
+    }
+    bool write = w.op == wqe::kRdmaWrite || w.op == wqe::kRdmaWriteImm;
+    bool imm = w.op == wqe::kSendImm || w.op == wqe::kRdmaWriteImm;
+    for (uint32_t i = 0; i < npkts; ++i) {
+        uint32_t psn = (first_psn + i) & iba::kPsnMask;
+        if (iba::psn_diff(psn, from_psn) < 0)
+            continue;
+        bool first = i == 0, last = i + 1 == npkts;
+        uint8_t opc;
+        if (write)
+            opc = first && last ? (imm ? kWriteOnlyImm : kWriteOnly)
+                  : first       ? kWriteFirst
+                  : last        ? (imm ? kWriteLastImm : kWriteLast)
+                                : kWriteMiddle;
+        else
+            opc = first && last ? (imm ? kSendOnlyImm : kSendOnly)
+                  : first       ? kSendFirst
+                  : last        ? (imm ? kSendLastImm : kSendLast)
+                                : kSendMiddle;
+        Packet p;
+        size_t h = build_headers(p, rt, uint8_t(tr | opc), last && se, pkey, q.a.remote_qpn, rc && last, psn);
+        uint8_t* x = p.hdr.data() + h;
+        if (write && first) {
+            wbe64(x, w.raddr);
+            wbe32(x + 8, w.rkey);
+            wbe32(x + 12, uint32_t(w.len));
+            h += iba::kRethLen;
+            x += iba::kRethLen;
+        }
+        if (imm && last) {
+            wbe32(x, w.imm);
+            h += iba::kImmLen;
+        }
+        uint64_t off = uint64_t(i) * mtu;
+        uint32_t n = uint32_t(std::min<uint64_t>(mtu, w.len - std::min<uint64_t>(w.len, off)));
+        Gather g{*this, p, bounce()};
+        if (!gather_range(w, off, n, g, 0)) {
+            IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: gather failed for WQE 0x%x", q.qpn, w.off);
+            return;
+        }
+        finish_packet(p, h);
+        transmit(rt.port, p);
+    }
+}
+
+void Core::rc_retransmit(Qp& q)
+{
+    QpRun& r = q.r;
+    if (q.state != QpState::Rts && q.state != QpState::Sqd && q.state != QpState::Sqe)
+        return;
+    if (r.out_head == r.out_tail)
+        return;
+    IBEMU_DEBUG(cfg_.name, "QP 0x%x: retransmitting from PSN 0x%06x", q.qpn, r.out[r.out_tail % kMaxOutstanding].first_psn);
+    if (uint64_t t = ack_timeout_ns(q.a.ackto))
+        arm_timer(q, now_ + t);
+    for (uint32_t i = r.out_tail; i != r.out_head; ++i) {
+        SendEntry e = r.out[i % kMaxOutstanding];
+        WqeView w;
+        if (!sq_fetch(q, e.wqe, e.size, w)) {
+            qp_to_error(q, cqe::kLocalQpOp, true);
+            return;
+        }
+        w.op = e.op;
+        unsigned o = 0;
+        if (!parse_segments(w, q.service, false, &o) || parse_gather(q, w, o, false)) {
+            qp_to_error(q, cqe::kLocalProt, true);
+            return;
+        }
+        if (e.op == wqe::kAtomicCs || e.op == wqe::kAtomicFa)
+            w.len = 8;
+        if (e.op == wqe::kRdmaRead)
+            r.out[i % kMaxOutstanding].got = 0;
+        uint32_t npkts = (e.op == wqe::kRdmaRead || e.op == wqe::kAtomicCs || e.op == wqe::kAtomicFa)
+                             ? 1
+                             : ((e.last_psn - e.first_psn) & iba::kPsnMask) + 1;
+        emit_message(q, w, e.first_psn, e.first_psn, npkts);
+        if (q.state == QpState::Err)
+            return;
+    }
+}
+
+// ---- responder packets -------------------------------------------------------
+
+void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn)
+{
+    Route rt = route_of(q);
+    rt.port = uint8_t(port);
+    Packet p;
+    const Port& pt = ports_[port - 1];
+    size_t h = build_headers(p, rt, iba::opc::kAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen], q.a.remote_qpn,
+                             false, psn);
+    wbe32(p.hdr.data() + h, uint32_t(syndrome) << 24 | (q.r.msn & 0xffffff));
+    h += iba::kAethLen;
+    finish_packet(p, h);
+    transmit(port, p);
+}
+
+void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig)
+{
+    Route rt = route_of(q);
+    rt.port = uint8_t(port);
+    Packet p;
+    const Port& pt = ports_[port - 1];
+    size_t h = build_headers(p, rt, iba::opc::kAtomicAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen],
+                             q.a.remote_qpn, false, psn);
+    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (q.r.msn & 0xffffff));
+    wbe64(p.hdr.data() + h + 4, orig);
+    h += iba::kAethLen + iba::kAtomicAckLen;
+    finish_packet(p, h);
+    transmit(port, p);
+}
+
+void Core::send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, uint32_t len, uint32_t psn)
+{
+    using namespace iba::opc;
+    Route rt = route_of(q);
+    rt.port = uint8_t(port);
+    const Port& pt = ports_[port - 1];
+    uint16_t pkey = pt.pkeys[q.a.pkey_index % kPkeyTableLen];
+    uint32_t mtu = q.a.mtu;
+    uint32_t npkts = len ? (len + mtu - 1) / mtu : 1;
+    for (uint32_t i = 0; i < npkts; ++i) {
+        bool first = i == 0, last = i + 1 == npkts;
+        uint8_t opc = first && last ? kReadRespOnly : first ? kReadRespFirst : last ? kReadRespLast : kReadRespMiddle;
+        Packet p;
+        size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (psn + i) & iba::kPsnMask);
+        if (first || last) {
+            wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (q.r.msn & 0xffffff));
+            h += iba::kAethLen;
+        }
+        uint32_t n = std::min(mtu, len - i * mtu);
+        if (len && m) {
+            Gather g{*this, p, bounce()};
+            if (!mr_walk(*m, va + uint64_t(i) * mtu, n, [&](uint64_t gpa, uint32_t cnt) { return g.gpa(gpa, cnt); }))
+                return;
+        }
+        finish_packet(p, h);
+        transmit(port, p);
+    }
+}
+
+}  // namespace ibemu::mthca
