@@ -12,7 +12,8 @@
 //   mtu <node>:<port> 256|512|1024|2048|4096
 //   latency <node>:<port> <ns> [rate]
 //   counters <node>:<port>
-//   capture start <file> [<node>:<port> ...] | capture stop
+//   capture start <file> [erf] [<node>:<port> ...] | capture stop
+//        (LINKTYPE_INFINIBAND; "erf" for ERF records that tshark 4.0 decodes)
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -34,7 +35,7 @@ const char* const kHelp =
     "  mtu <node>:<port> 256|512|1024|2048|4096\n"
     "  latency <node>:<port> <ns> [rate]\n"
     "  counters <node>:<port>\n"
-    "  capture start <file> [<node>:<port> ...] | capture stop";
+    "  capture start <file> [erf] [<node>:<port> ...] | capture stop";
 
 bool to_u64(std::string_view s, uint64_t* v)
 {
@@ -248,16 +249,22 @@ std::string Fabric::control(std::string_view line)
         }
         if (w.size() >= 3 && w[1] == "start") {
             std::vector<Link*> sel;
-            for (size_t k = 3; k < w.size(); ++k) {
+            size_t k = 3;
+            PcapFormat fmt = PcapFormat::Infiniband;
+            if (k < w.size() && w[k] == "erf") {
+                fmt = PcapFormat::Erf;
+                ++k;
+            }
+            for (; k < w.size(); ++k) {
                 if (!port_arg(w[k], &l, &side, &err))
                     return error(err);
                 sel.push_back(l);
             }
-            if (!capture_start(std::string(w[2]), sel, &err))
+            if (!capture_start(std::string(w[2]), sel, &err, fmt))
                 return error(err);
             return "ok capturing to " + std::string(w[2]);
         }
-        return error("usage: capture start <file> [<node>:<port> ...] | capture stop");
+        return error("usage: capture start <file> [erf] [<node>:<port> ...] | capture stop");
     }
     return error("unknown command '" + std::string(cmd.substr(0, 32)) + "' (try help)");
 }

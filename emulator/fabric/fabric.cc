@@ -151,11 +151,12 @@ Link* Fabric::link_at(std::string_view node, unsigned port, unsigned* side)
     return r.port_link[port];
 }
 
-bool Fabric::capture_start(const std::string& path, const std::vector<Link*>& links, std::string* error)
+bool Fabric::capture_start(const std::string& path, const std::vector<Link*>& links, std::string* error,
+                           PcapFormat fmt)
 {
     capture_stop();
     auto c = std::make_unique<Capture>();
-    if (!c->writer().open(path, error))
+    if (!c->writer().open(path, error, fmt))
         return false;
     capture_ = std::move(c);
     if (links.empty()) {

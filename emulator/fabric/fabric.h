@@ -11,10 +11,11 @@
 //   ...
 //   // When guest "vm0" (node GUID g) connects and its HCA port 1 exists:
 //   fabric::HcaPort* hp = fab.hca_port("vm0", g, 1);  // nullptr: not in the topology
-//   Wire& w = hp->attach(&hca_port_endpoint);         // hand w to the HCA port
-//   // The endpoint gets link_changed(true, params) when the link is up.
+//   ports->attach(1, &hp->wire());                    // the HCA port transmits here
+//   hp->attach(&ports->endpoint(1));                  // link_changed(true, params) follows
 //   // When the guest goes away:
-//   hp->detach();
+//   hp->detach();                                     // the peer sees the link go down
+//   ports->attach(1, nullptr);
 //
 //   // In the poll() loop: timeout from next_deadline(), then run_due().
 //   uint64_t d = fab.next_deadline();           // kNever: nothing pending
@@ -53,8 +54,12 @@ public:
     Link& link() { return *link_; }
     bool attached() const { return link_->endpoint(side_) != nullptr; }
 
-    // Joins the HCA's port; returns the Wire it transmits on. Replaces a
-    // previous endpoint (which sees its link go down).
+    // Where the HCA port transmits; valid before attach(), so the HCA can
+    // hold it before it hears link_changed().
+    Wire& wire() { return link_->wire(side_); }
+    // Joins the HCA's port; returns wire(). Replaces a previous endpoint
+    // (which sees its link go down). The link comes up (link_changed on
+    // both ends) once both ends are attached and it is administratively up.
     Wire& attach(PortEndpoint* ep);
     void detach();
 
@@ -102,7 +107,8 @@ public:
     std::string control(std::string_view line);
 
     // Capture: every packet crossing the given links (all when empty).
-    bool capture_start(const std::string& path, const std::vector<Link*>& links, std::string* error);
+    bool capture_start(const std::string& path, const std::vector<Link*>& links, std::string* error,
+                       PcapFormat fmt = PcapFormat::Infiniband);
     void capture_stop();
     bool capturing() const { return capture_ && capture_->writer().is_open(); }
 

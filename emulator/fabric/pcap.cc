@@ -107,8 +107,9 @@ size_t wire_image(const Packet& p, std::vector<uint8_t>& out)
     return out.size();
 }
 
-bool PcapWriter::open(const std::string& path, std::string* error)
+bool PcapWriter::open(const std::string& path, std::string* error, PcapFormat fmt)
 {
+    fmt_ = fmt;
     close();
     f_ = std::fopen(path.c_str(), "wb");
     if (!f_) {
@@ -125,7 +126,7 @@ bool PcapWriter::open(const std::string& path, std::string* error)
     put_le32(h, 0);           // thiszone
     put_le32(h, 0);           // sigfigs
     put_le32(h, 65535);       // snaplen
-    put_le32(h, kLinktypeInfiniband);
+    put_le32(h, fmt == PcapFormat::Erf ? kLinktypeErf : kLinktypeInfiniband);
     std::fwrite(h.data(), 1, h.size(), f_);
     return true;
 }
@@ -135,11 +136,31 @@ void PcapWriter::write(const Packet& p, uint64_t time_ns)
     if (!f_)
         return;
     wire_image(p, buf_);
+    uint32_t sec = uint32_t(time_ns / 1000000000u), nsec = uint32_t(time_ns % 1000000000u);
     std::vector<uint8_t> rec;
-    put_le32(rec, uint32_t(time_ns / 1000000000u));
-    put_le32(rec, uint32_t(time_ns % 1000000000u));
-    put_le32(rec, uint32_t(buf_.size()));
-    put_le32(rec, uint32_t(buf_.size()));
+    rec.reserve(32);
+    uint32_t len = uint32_t(buf_.size());
+    bool erf = fmt_ == PcapFormat::Erf;
+    uint32_t erf_len = erf ? 16 : 0;
+    put_le32(rec, sec);
+    put_le32(rec, nsec);
+    put_le32(rec, len + erf_len);
+    put_le32(rec, len + erf_len);
+    if (erf) {
+        // ERF record header: 32.32 fixed-point time (little-endian), type,
+        // flags (varying length), rlen, loss counter, wlen (big-endian).
+        uint64_t frac = (uint64_t(nsec) << 32) / 1000000000u;
+        put_le32(rec, uint32_t(frac));
+        put_le32(rec, sec);
+        rec.push_back(kErfTypeInfiniband);
+        rec.push_back(0x04);
+        rec.push_back(uint8_t((len + 16) >> 8));
+        rec.push_back(uint8_t(len + 16));
+        rec.push_back(0);
+        rec.push_back(0);
+        rec.push_back(uint8_t(len >> 8));
+        rec.push_back(uint8_t(len));
+    }
     std::fwrite(rec.data(), 1, rec.size(), f_);
     std::fwrite(buf_.data(), 1, buf_.size(), f_);
     ++packets_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Packet capture in pcap format with LINKTYPE_INFINIBAND (247): each record
+// Packet capture in pcap format with LINKTYPE_INFINIBAND (247) (or ERF, see
+// PcapFormat): each record
 // is a whole packet as it is on the wire, LRH first, padded to 4 bytes, then
 // the ICRC (for IBA transport packets) and the VCRC (IBA 7.8).
 //
@@ -29,6 +30,15 @@
 namespace ibemu::fabric {
 
 inline constexpr uint32_t kLinktypeInfiniband = 247;
+inline constexpr uint32_t kLinktypeErf = 197;
+inline constexpr uint8_t kErfTypeInfiniband = 21;
+
+// LINKTYPE_INFINIBAND is the registered one (tcpdump.org linktypes), but
+// Wireshark 4.0 (Debian 12) does not map it to its InfiniBand dissector. An
+// ERF-encapsulated capture (LINKTYPE_ERF, ERF type 21 = InfiniBand, which
+// Wireshark has long decoded) carries the same bytes behind a 16-byte ERF
+// record header, for tshark.
+enum class PcapFormat { Infiniband, Erf };
 
 uint32_t crc32_ieee(std::span<const uint8_t> data, uint32_t crc = 0);  // standard CRC-32 (check "123456789" = 0xCBF43926)
 uint16_t crc16_vcrc(std::span<const uint8_t> data);                      // IBA VCRC engine
@@ -51,7 +61,7 @@ public:
 
     // Creates (truncates) the file and writes the global header
     // (nanosecond-resolution magic 0xa1b23c4d, version 2.4, linktype 247).
-    bool open(const std::string& path, std::string* error);
+    bool open(const std::string& path, std::string* error, PcapFormat fmt = PcapFormat::Infiniband);
     bool is_open() const { return f_ != nullptr; }
     void write(const Packet& p, uint64_t time_ns);
     void close();
@@ -61,6 +71,7 @@ public:
 private:
     FILE* f_ = nullptr;
     std::string path_;
+    PcapFormat fmt_ = PcapFormat::Infiniband;
     std::vector<uint8_t> buf_;
     uint64_t packets_ = 0;
 };
