@@ -145,6 +145,9 @@ struct Mpt {
     uint64_t length = 0;
     uint64_t mtt_addr = 0;  // ICM virtual address of the first MTT entry
     std::array<uint8_t, mpt::kSize> raw{};
+    // Translation cache: one physically contiguous run [tc_va, tc_va+tc_len)
+    // at tc_phys, valid while tc_gen equals the Core's TPT generation.
+    mutable uint64_t tc_va = 0, tc_len = 0, tc_phys = 0, tc_gen = 0;
 };
 
 // Memory keys of a mem-free HCA are the MPT index rotated by 8 bits

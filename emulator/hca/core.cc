@@ -130,6 +130,8 @@ void Core::power_on()
     srqs_.clear();
     mpts_.clear();
     qps_.clear();
+    ++obj_gen_;
+    ++tpt_gen_;
     special_base_.fill(0);
     intx_cause_ = 0;
     if (intx_level_) {

@@ -196,6 +196,8 @@ private:
     // Guest-physical pieces of [va, va+len) in region m: fn(gpa, n) -> bool.
     template <class F>
     bool mr_walk(const Mpt& m, uint64_t va, uint64_t len, F&& fn);
+    bool mr_fill_cache(const Mpt& m, uint64_t va);
+    bool place(const Mpt& m, uint64_t va, const Packet& p, uint32_t poff, uint32_t len);
     bool mr_write(const Mpt& m, uint64_t va, const uint8_t* src, uint32_t len);
     bool mr_read(const Mpt& m, uint64_t va, uint8_t* dst, uint32_t len);
 
@@ -256,6 +258,16 @@ private:
     uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
 
     std::array<Wire*, 2> wires_{};
+    // Bumped whenever cached translations may be stale (MTT writes, ICM
+    // map changes, SYNC_TPT) or objects go away (MPTs, QPs).
+    uint64_t tpt_gen_ = 1;
+    uint64_t obj_gen_ = 1;
+    uint32_t last_key_ = 0;
+    const Mpt* last_mpt_ = nullptr;
+    uint64_t last_mpt_gen_ = 0;
+    uint32_t last_qpn_ = 0;
+    Qp* last_qp_ = nullptr;
+    uint64_t last_qp_gen_ = 0;
     uint64_t now_ = 0;
     uint64_t next_deadline_ = UINT64_MAX;
     unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing

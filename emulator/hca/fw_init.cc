@@ -356,6 +356,7 @@ Status Core::cmd_map_icm(Cmd& c)
     std::string why;
     if (Status s = icm_.map(chunks.data(), unsigned(chunks.size()), &why); s != Status::Ok)
         return fail(c, s, "%s", why.c_str());
+    ++tpt_gen_;
     char buf[64];
     snprintf(buf, sizeof buf, "virt 0x%llx, %zu chunks", (unsigned long long)chunks[0].virt, chunks.size());
     c.note = buf;
@@ -367,6 +368,7 @@ Status Core::cmd_unmap_icm(Cmd& c)
     std::string why;
     if (Status s = icm_.unmap(c.in_param, c.in_mod, &why); s != Status::Ok)
         return fail(c, s, "%s", why.c_str());
+    ++tpt_gen_;
     return Status::Ok;
 }
 
@@ -459,6 +461,8 @@ Status Core::cmd_close_hca(Cmd& c)
     srqs_.clear();
     mpts_.clear();
     qps_.clear();
+    ++obj_gen_;
+    ++tpt_gen_;
     special_base_.fill(0);
     for (unsigned p = 0; p < num_ports_; ++p) {
         ports_[p].ib_open = false;
@@ -585,6 +589,10 @@ Status Core::cmd_mad_ifc(Cmd& c)
 }
 
 Status Core::cmd_nop(Cmd&) { return Status::Ok; }
-Status Core::cmd_sync_tpt(Cmd&) { return Status::Ok; }
+Status Core::cmd_sync_tpt(Cmd&)
+{
+    ++tpt_gen_;  // drop cached MTT translations
+    return Status::Ok;
+}
 
 }  // namespace ibemu::mthca

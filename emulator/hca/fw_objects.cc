@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "hca/core.h"
+#include "hca/qp_engine.h"
 #include "hca/regs.h"
 #include "hca/wire.h"
 
@@ -345,6 +346,7 @@ Status Core::cmd_sw2hw_mpt(Cmd& c)
     mpt::kStatus.set(m.raw, 0);  // now owned by hardware
     icm_.write(layout_.mpt_base + uint64_t(idx) * kMptEntrySize, m.raw.data(), m.raw.size());
     mpts_[idx] = m;
+    ++obj_gen_;
     char buf[96];
     snprintf(buf, sizeof buf, "MPT %u lkey 0x%08x pd %u %s", idx, index_to_key(m.key), m.pd,
              (m.flags & mpt::kFlagPhysical) ? "physical" : "translated");
@@ -361,6 +363,7 @@ Status Core::cmd_hw2sw_mpt(Cmd& c)
     std::array<uint8_t, mpt::kSize> out = it->second.raw;
     mpt::kStatus.set(out, 0xf);
     mpts_.erase(it);
+    ++obj_gen_;
     // Opcode modifier 1: no output mailbox (mthca_HW2SW_MPT with NULL).
     if (c.op_mod == 0 && !write_box(c, c.out_param, out))
         return Status::InternalErr;
@@ -391,6 +394,7 @@ Status Core::cmd_write_mtt(Cmd& c)
     if (!icm_.is_mapped(addr, uint64_t(n) * 8))
         return fail(c, Status::BadResource, "MTT ICM at 0x%llx not mapped", (unsigned long long)addr);
     icm_.write(addr, in.data() + 16, size_t(n) * 8);
+    ++tpt_gen_;
     return Status::Ok;
 }
 
@@ -406,33 +410,11 @@ bool Core::tpt_access(uint32_t lkey, uint32_t pd, uint64_t va, void* buf, size_t
     if (va < m.start || len > m.length || va - m.start > m.length - len)
         return false;
     auto* p = static_cast<uint8_t*>(buf);
-    while (len) {
-        uint64_t phys;
-        size_t n;
-        if (m.flags & mpt::kFlagPhysical) {
-            phys = va;
-            n = len;
-        } else {
-            uint64_t page = uint64_t(1) << m.page_shift;
-            uint64_t base = m.start & ~(page - 1);
-            uint64_t idx = (va - base) >> m.page_shift;
-            uint8_t e[8];
-            if (!icm_.read(m.mtt_addr + idx * 8, e, sizeof e))
-                return false;
-            uint64_t entry = get64(e, 0);
-            if (!(entry & mpt::kMttPresent))
-                return false;
-            phys = (entry & ~(page - 1)) + (va & (page - 1));
-            uint64_t room = page - (va & (page - 1));
-            n = room < len ? size_t(room) : len;
-        }
-        if (write ? !mem_.write(phys, p, n) : !mem_.read(phys, p, n))
-            return false;
-        va += n;
+    return mr_walk(m, va, len, [&](uint64_t phys, uint32_t n) {
+        bool ok = write ? mem_.write(phys, p, n) : mem_.read(phys, p, n);
         p += n;
-        len -= n;
-    }
-    return true;
+        return ok;
+    });
 }
 
 // ---- multicast groups ----------------------------------------------------

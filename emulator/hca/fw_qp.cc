@@ -100,6 +100,7 @@ Status Core::cmd_modify_qp(Cmd& c)
         }
         if (it != qps_.end())
             qps_.erase(it);
+        ++obj_gen_;
         char buf[64];
         snprintf(buf, sizeof buf, "QP 0x%x %s->RST", qpn, qp_state_name(cur));
         c.note = buf;
@@ -123,6 +124,7 @@ Status Core::cmd_modify_qp(Cmd& c)
             q.state = QpState::Err;
             q.special = special_kind(qpn, &q.port);
             qps_[idx] = q;
+            ++obj_gen_;
             char buf[64];
             snprintf(buf, sizeof buf, "QP 0x%x RST->ERR", qpn);
             c.note = buf;
@@ -138,6 +140,7 @@ Status Core::cmd_modify_qp(Cmd& c)
         if (q.special != SpecialQp::None && st != uint8_t(QpService::Mlx))
             return fail(c, Status::BadParam, "special QP 0x%x must be MLX, not %u", qpn, st);
         it = qps_.emplace(idx, q).first;
+        ++obj_gen_;
     }
 
     Qp& q = it->second;

@@ -63,8 +63,15 @@ Qp* Core::qp_lookup(uint32_t qpn)
 {
     if (!layout_.log_qps)
         return nullptr;
+    if (last_qp_ && last_qpn_ == qpn && last_qp_gen_ == obj_gen_)
+        return last_qp_;
     auto it = qps_.find(qpn & ((1u << layout_.log_qps) - 1));
-    return it == qps_.end() || it->second.qpn != qpn ? nullptr : &it->second;
+    if (it == qps_.end() || it->second.qpn != qpn)
+        return nullptr;
+    last_qpn_ = qpn;
+    last_qp_ = &it->second;
+    last_qp_gen_ = obj_gen_;
+    return last_qp_;
 }
 
 Cq* Core::cq_lookup(uint32_t cqn)
@@ -99,17 +106,60 @@ bool Core::read_db_record(uint32_t uar, uint32_t index, uint32_t* v)
 
 Core::Tpt Core::mr_check(uint32_t key, uint32_t pd, uint64_t va, uint64_t len, uint32_t need, const Mpt** out)
 {
-    uint32_t hw = key_to_index(key);
-    auto it = mpts_.find(hw & ((1u << layout_.log_mpts) - 1));
-    if (it == mpts_.end() || it->second.key != hw || it->second.pd != pd)
+    const Mpt* mp;
+    if (last_mpt_ && last_key_ == key && last_mpt_gen_ == obj_gen_) {
+        mp = last_mpt_;
+    } else {
+        uint32_t hw = key_to_index(key);
+        auto it = mpts_.find(hw & ((1u << layout_.log_mpts) - 1));
+        if (it == mpts_.end() || it->second.key != hw)
+            return Tpt::BadKey;
+        mp = &it->second;
+        last_key_ = key;
+        last_mpt_ = mp;
+        last_mpt_gen_ = obj_gen_;
+    }
+    const Mpt& m = *mp;
+    if (m.pd != pd)
         return Tpt::BadKey;
-    const Mpt& m = it->second;
     if (va < m.start || len > m.length || va - m.start > m.length - len)
         return Tpt::Bounds;
     if ((m.flags & need) != need)
         return Tpt::Access;
     *out = &m;
     return Tpt::Ok;
+}
+
+bool Core::mr_fill_cache(const Mpt& m, uint64_t va)
+{
+    uint64_t page = uint64_t(1) << m.page_shift;
+    uint64_t base = m.start & ~(page - 1);
+    if (va < base)
+        return false;
+    uint64_t idx = (va - base) >> m.page_shift;
+    uint8_t e[8];
+    if (!icm_.read(m.mtt_addr + idx * 8, e, sizeof e))
+        return false;
+    uint64_t entry = be64(e);
+    if (!(entry & mpt::kMttPresent))
+        return false;
+    uint64_t phys = entry & ~(page - 1);
+    uint64_t run = page;
+    // Extend over physically contiguous pages, within the region and 1 GiB.
+    uint64_t end = m.start + m.length;
+    while (base + (idx << m.page_shift) + run < end && run + page <= (1ull << 30)) {
+        if (!icm_.read(m.mtt_addr + (idx + run / page) * 8, e, sizeof e))
+            break;
+        uint64_t ne = be64(e);
+        if (!(ne & mpt::kMttPresent) || (ne & ~(page - 1)) != phys + run)
+            break;
+        run += page;
+    }
+    m.tc_va = base + (idx << m.page_shift);
+    m.tc_len = run;
+    m.tc_phys = phys;
+    m.tc_gen = tpt_gen_;
+    return true;
 }
 
 bool Core::mr_write(const Mpt& m, uint64_t va, const uint8_t* src, uint32_t len)
@@ -551,6 +601,35 @@ bool Core::pkey_ok(const Port& pt, uint16_t pkey, const Qp& q, uint8_t* index)
     return match(mine, pkey);
 }
 
+// Copy packet payload [poff, poff+len) to region m at va (already checked).
+bool Core::place(const Mpt& m, uint64_t va, const Packet& p, uint32_t poff, uint32_t len)
+{
+    // Fast path: one payload segment, one cached contiguous run, mappable.
+    if (p.nseg >= 1 && poff + len <= p.seg[0].len && m.tc_gen == tpt_gen_ && va >= m.tc_va &&
+        va - m.tc_va < m.tc_len && len <= m.tc_len - (va - m.tc_va) && !(m.flags & mpt::kFlagPhysical)) {
+        if (uint8_t* d = mem_.map_range(m.tc_phys + (va - m.tc_va), len)) {
+            std::memcpy(d, p.seg[0].data + poff, len);
+            return true;
+        }
+    }
+    return mr_walk(m, va, len, [&](uint64_t gpa, uint32_t cnt) {
+        if (uint8_t* d = mem_.map_range(gpa, cnt)) {
+            payload_copy(p, poff, d, cnt);
+        } else {
+            bool good = true;
+            uint64_t g = gpa;
+            payload_pieces(p, poff, cnt, [&](const uint8_t* src, uint32_t c2) {
+                good = good && mem_.write(g, src, c2);
+                g += c2;
+            });
+            if (!good)
+                return false;
+        }
+        poff += cnt;
+        return true;
+    });
+}
+
 void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
 {
     Port& pt = ports_[port - 1];
@@ -946,20 +1025,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             return;
         }
         if (rx.pay_len) {
-            uint32_t poff = 0;
-            mr_walk(*m, va, rx.pay_len, [&](uint64_t gpa, uint32_t cnt) {
-                if (uint8_t* dd = mem_.map_range(gpa, cnt)) {
-                    payload_copy(*rx.p, poff, dd, cnt);
-                } else {
-                    uint64_t g = gpa;
-                    payload_pieces(*rx.p, poff, cnt, [&](const uint8_t* src, uint32_t c2) {
-                        mem_.write(g, src, c2);
-                        g += c2;
-                    });
-                }
-                poff += cnt;
-                return true;
-            });
+            place(*m, va, *rx.p, 0, rx.pay_len);
         }
         if (o == kWriteFirst) {
             r.in_write = true;
@@ -991,20 +1057,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             send_ack(port, q, uint8_t(iba::kAethRnr | q.a.min_rnr_timer), rx.psn);
             return;
         }
-        uint32_t poff = 0;
-        mr_walk(*m, r.wva, rx.pay_len, [&](uint64_t gpa, uint32_t cnt) {
-            if (uint8_t* dd = mem_.map_range(gpa, cnt)) {
-                payload_copy(*rx.p, poff, dd, cnt);
-            } else {
-                uint64_t g = gpa;
-                payload_pieces(*rx.p, poff, cnt, [&](const uint8_t* src, uint32_t c2) {
-                    mem_.write(g, src, c2);
-                    g += c2;
-                });
-            }
-            poff += cnt;
-            return true;
-        });
+        place(*m, r.wva, *rx.p, 0, rx.pay_len);
         r.wva += rx.pay_len;
         r.wleft -= rx.pay_len;
         if (o != kWriteMiddle) {
@@ -1161,20 +1214,7 @@ void Core::rx_uc(unsigned port, RxCtx& rx, Qp& q)
             return;
         }
         if (rx.pay_len) {
-            uint32_t poff = 0;
-            mr_walk(*m, r.wva, rx.pay_len, [&](uint64_t gpa, uint32_t cnt) {
-                if (uint8_t* dd = mem_.map_range(gpa, cnt)) {
-                    payload_copy(*rx.p, poff, dd, cnt);
-                } else {
-                    uint64_t g = gpa;
-                    payload_pieces(*rx.p, poff, cnt, [&](const uint8_t* src, uint32_t c2) {
-                        mem_.write(g, src, c2);
-                        g += c2;
-                    });
-                }
-                poff += cnt;
-                return true;
-            });
+            place(*m, r.wva, *rx.p, 0, rx.pay_len);
         }
         r.wva += rx.pay_len;
         r.wleft -= rx.pay_len;
@@ -1345,20 +1385,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
             qp_to_error(q, cqe::kLocalProt, true);
             return;
         }
-        uint32_t poff = done;
-        mr_walk(*m, s.addr + skip, n, [&](uint64_t gpa, uint32_t cnt) {
-            if (uint8_t* dd = mem_.map_range(gpa, cnt)) {
-                payload_copy(*rx.p, poff, dd, cnt);
-            } else {
-                uint64_t g = gpa;
-                payload_pieces(*rx.p, poff, cnt, [&](const uint8_t* src, uint32_t c2) {
-                    mem_.write(g, src, c2);
-                    g += c2;
-                });
-            }
-            poff += cnt;
-            return true;
-        });
+        place(*m, s.addr + skip, *rx.p, done, n);
         done += n;
         skip = 0;
     }

@@ -139,30 +139,14 @@ bool Core::mr_walk(const Mpt& m, uint64_t va, uint64_t len, F&& fn)
 {
     if (m.flags & mpt::kFlagPhysical)
         return len == 0 || fn(va, uint32_t(len));
-    uint64_t page = uint64_t(1) << m.page_shift;
-    uint64_t base = m.start & ~(page - 1);
     while (len) {
-        uint64_t idx = (va - base) >> m.page_shift;
-        uint8_t e[8];
-        if (!icm_.read(m.mtt_addr + idx * 8, e, sizeof e))
-            return false;
-        uint64_t entry = qpe::be64(e);
-        if (!(entry & mpt::kMttPresent))
-            return false;
-        uint64_t phys = (entry & ~(page - 1)) + (va & (page - 1));
-        uint64_t room = page - (va & (page - 1));
-        uint32_t n = uint32_t(std::min<uint64_t>(room, len));
-        // Coalesce physically contiguous pages.
-        while (n < len && n < (1u << 30)) {
-            uint64_t nidx = (va + n - base) >> m.page_shift;
-            if (!icm_.read(m.mtt_addr + nidx * 8, e, sizeof e))
-                break;
-            uint64_t ne = qpe::be64(e);
-            if (!(ne & mpt::kMttPresent) || (ne & ~(page - 1)) != phys + n)
-                break;
-            n += uint32_t(std::min<uint64_t>(page, len - n));
+        if (m.tc_gen != tpt_gen_ || va < m.tc_va || va - m.tc_va >= m.tc_len) {
+            if (!mr_fill_cache(m, va))
+                return false;
         }
-        if (!fn(phys, n))
+        uint64_t in = va - m.tc_va;
+        uint64_t n = std::min<uint64_t>(len, m.tc_len - in);
+        if (!fn(m.tc_phys + in, uint32_t(n)))
             return false;
         va += n;
         len -= n;

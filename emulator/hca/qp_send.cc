@@ -124,7 +124,13 @@ uint8_t* Core::bounce()
 
 bool Core::sq_fetch(Qp& q, uint32_t off, uint8_t size, WqeView& w)
 {
-    w = WqeView{};
+    // Reset the scalars only: buf and sge are filled before use.
+    w.op = 0;
+    w.raddr = 0, w.rkey = 0, w.swap_add = 0, w.compare = 0;
+    w.av = nullptr;
+    w.dqpn = 0, w.qkey = 0;
+    w.nsge = 0;
+    w.len = 0;
     w.off = off;
     w.size = size;
     uint32_t stride = 1u << q.a.sq_log_stride;
