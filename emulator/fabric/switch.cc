@@ -249,6 +249,12 @@ void Switch::send_on(unsigned out, const Packet& p, bool smp)
         ++o.ctr.xmit_discards;
         return;
     }
+    // IBA 7.7.8 / 14.2.5.6: the egress port carries payloads up to its
+    // NeighborMTU (1 = 256 .. 5 = 4096 bytes).
+    if (p.payload_len > (128u << o.neighbor_mtu)) {
+        ++o.ctr.xmit_discards;
+        return;
+    }
     ++o.ctr.xmit_packets;
     o.wire->transmit(p);
 }
@@ -663,28 +669,33 @@ uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
     if (phys != 0 && phys != uint8_t(PhysState::Polling) && phys != uint8_t(PhysState::Disabled))
         return mad::kStatusInvalidField;
     uint8_t nmtu = uint8_t(kNeighborMtu.get(d));
-    if (n != 0 && nmtu != 0 && (nmtu < 1 || nmtu > cfg_.mtu_cap))
+    if (n != 0 && nmtu > cfg_.mtu_cap)
         return mad::kStatusInvalidField;
     uint8_t opvls = uint8_t(kOperationalVls.get(d));
     if (opvls > cfg_.vl_cap)
         return mad::kStatusInvalidField;
 
-    mkey_ = kMkey.get(d);
-    gid_prefix_ = kGidPrefix.get(d);
-    sm_lid_ = uint16_t(kMasterSmLid.get(d));
-    sm_sl_ = uint8_t(kMasterSmSl.get(d));
-    mkey_lease_ = uint16_t(kMkeyLease.get(d));
-    mkey_protect_ = uint8_t(kMkeyProtect.get(d));
-    subnet_timeout_ = uint8_t(kSubnetTimeout.get(d));
     if (n == 0) {
-        // The switch's LID and LMC live on port 0 only.
+        // M_Key, GIDPrefix, LID, LMC, MasterSMLID/SL, the M_Key lease and
+        // protection and SubnetTimeout belong to port 0; on external ports
+        // they are ignored on Set (IBA 14.2.5.6, switch notes), so an SM
+        // writing back an old copy of an external port cannot undo them.
+        mkey_ = kMkey.get(d);
+        gid_prefix_ = kGidPrefix.get(d);
         lid_ = uint16_t(kLid.get(d));
         lmc_ = uint8_t(kLmc.get(d));
+        sm_lid_ = uint16_t(kMasterSmLid.get(d));
+        sm_sl_ = uint8_t(kMasterSmSl.get(d));
+        mkey_lease_ = uint16_t(kMkeyLease.get(d));
+        mkey_protect_ = uint8_t(kMkeyProtect.get(d));
+        subnet_timeout_ = uint8_t(kSubnetTimeout.get(d));
     }
-    if (kWidthEnabled.get(d))
-        p.width_enabled = uint8_t(kWidthEnabled.get(d));
-    if (kSpeedEnabled.get(d))
-        p.speed_enabled = uint8_t(kSpeedEnabled.get(d));
+    // LinkWidthEnabled 0xff and LinkSpeedEnabled 15 mean "all supported";
+    // 0 means no change.
+    if (uint8_t we = uint8_t(kWidthEnabled.get(d)))
+        p.width_enabled = we == 0xff ? 3 : we;
+    if (uint8_t se = uint8_t(kSpeedEnabled.get(d)))
+        p.speed_enabled = se == 15 ? 1 : se;
     if (kDownDefault.get(d))
         p.down_default = uint8_t(kDownDefault.get(d));
     if (n != 0 && nmtu)

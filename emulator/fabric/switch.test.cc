@@ -241,6 +241,11 @@ TEST_F(SwitchTest, PortStateMachineFollowsSetPortInfo)
     EXPECT_EQ(set(0, PortState::Armed), 0);
     EXPECT_EQ(set(0, PortState::Active), 0);
     EXPECT_EQ(sw->port_state(0), PortState::Active);
+    // Port 0's fields written through an external port are ignored.
+    r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiLid.set(d, 77); kPiSmLid.set(d, 66); });
+    EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
+    EXPECT_EQ(sw->lid(), 0);
+    EXPECT_EQ(sw->sm_lid(), 0);
     // NeighborMTU above MTUCap is refused.
     r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiNeighborMtu.set(d, 5); });
     EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
@@ -292,6 +297,15 @@ TEST_F(SwitchTest, LftProgrammingThenLidRoutedDelivery)
     sm().send_data(100, 1, payload);
     sm().send_data(1, 1, payload);
     EXPECT_EQ(sw->counters(1).xmit_discards, 3u);
+    // Payload above the egress port's NeighborMTU (2048 by default).
+    std::vector<uint8_t> big(4096);
+    sm().send_data(2, 1, big);  // the 2048 link MTU stops it first
+    unsigned side = 0;
+    EXPECT_EQ(fab.link_at("vm0", 1, &side)->counters(side).dropped_mtu, 1u);
+    EXPECT_EQ(fab.control("mtu vm0:1 4096").substr(0, 2), "ok");
+    sm().send_data(2, 1, big);
+    EXPECT_EQ(hosts["vm1"].rx.size(), 1u);
+    EXPECT_EQ(sw->counters(2).xmit_discards, 1u);
     // Egress port not ACTIVE: dropped.
     auto r = set_port_info({1}, 3, [&](std::span<uint8_t> d) { kPiState.set(d, uint8_t(PortState::Down)); });
     ASSERT_TRUE(r);
