@@ -373,6 +373,25 @@ static void ud_unpack_rejects(struct kunit *test)
 	}
 }
 
+/* Reserved bits are ignored on receive and sent as zeros. */
+static void ud_unpack_ignores_reserved(struct kunit *test)
+{
+	u8 pkt[sizeof(ud_mad_wire)], again[IB_UD_HEADER_MAX_BYTES];
+	struct ib_ud_header h, want;
+
+	memcpy(pkt, ud_mad_wire, sizeof(pkt));
+	pkt[1] |= 0x0c;		/* LRH bits 12-13 */
+	pkt[4] |= 0xf8;		/* LRH bits 32-36 */
+	pkt[12] = 0xff;		/* BTH word 1, bits 0-7 */
+	pkt[16] |= 0x7f;	/* BTH word 2, bits 1-7 */
+	pkt[24] = 0xff;		/* DETH word 1, bits 0-7 */
+	KUNIT_ASSERT_EQ(test, ib_ud_header_unpack(pkt, &h), 0);
+	ud_mad_header(&want);
+	ib_kunit_expect_bytes(test, "unpacked", &h, &want, sizeof(h));
+	KUNIT_ASSERT_EQ(test, ib_ud_header_pack(&h, again), (int)sizeof(ud_mad_wire));
+	ib_kunit_expect_bytes(test, "repacked", again, ud_mad_wire, sizeof(ud_mad_wire));
+}
+
 static struct kunit_case ib_ud_header_cases[] = {
 	KUNIT_CASE(ud_layouts_cover_every_bit),
 	KUNIT_CASE(ud_layout_member_sizes),
@@ -385,6 +404,7 @@ static struct kunit_case ib_ud_header_cases[] = {
 	KUNIT_CASE(ud_unpack_known),
 	KUNIT_CASE(ud_round_trips),
 	KUNIT_CASE(ud_unpack_rejects),
+	KUNIT_CASE(ud_unpack_ignores_reserved),
 	{}
 };
 
