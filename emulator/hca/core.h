@@ -206,7 +206,11 @@ private:
     void cqe_send(Qp& q, uint32_t wqe, uint8_t op, uint32_t byte_cnt);
     void cqe_error(Qp& q, bool is_send, uint32_t wqe, uint8_t syndrome, uint32_t cqn);
     void qp_event(uint8_t type, uint32_t qpn);
-    void qp_to_error(Qp& q, uint8_t syndrome_for_head, bool send_side);
+    // To ERR: the oldest started send WQE completes with `syndrome` (if
+    // send_side), everything else flushes; `event` (0 = none) is raised.
+    void qp_to_error(Qp& q, uint8_t syndrome, bool send_side, uint8_t event);
+    void qp_to_sqe(Qp& q);
+    void sq_flush(Qp& q);
     void qp_flush(Qp& q);
     void qp_state_changed(Qp& q, QpState from);
     void apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<const uint8_t> ctx);
@@ -227,6 +231,7 @@ private:
     void finish_packet(Packet& p, size_t hdr_len);
     void transmit(unsigned port, Packet& p);
     uint8_t* bounce();
+    Packet& tx_packet();
     void send_doorbell(Qp& q, uint32_t hi, uint32_t lo);
     void sq_progress(Qp& q);
     bool sq_fetch(Qp& q, uint32_t wqe, uint8_t size, WqeView& w);
@@ -273,6 +278,7 @@ private:
     unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing
     unsigned tx_depth_ = 0;
     std::array<std::array<uint8_t, 4096 + 64>, 4> bounce_{};
+    std::array<Packet, 4> tx_pkts_{};
 
     using Handler = Status (Core::*)(Cmd&);
     struct CommandDesc {

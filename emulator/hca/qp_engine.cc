@@ -354,7 +354,7 @@ void Core::qp_state_changed(Qp& q, QpState from)
         sq_progress(q);
 }
 
-void Core::qp_to_error(Qp& q, uint8_t syndrome, bool send_side)
+void Core::qp_to_error(Qp& q, uint8_t syndrome, bool send_side, uint8_t event)
 {
     if (q.state == QpState::Err || q.state == QpState::Rst)
         return;
@@ -368,11 +368,23 @@ void Core::qp_to_error(Qp& q, uint8_t syndrome, bool send_side)
     q.state = QpState::Err;
     qpc::kState.set(q.ctx, uint8_t(QpState::Err));
     IBEMU_INFO(cfg_.name, "QP 0x%x %s->ERR (syndrome 0x%02x)", q.qpn, qp_state_name(from), syndrome);
-    qp_event(ev::kWqCatas, q.qpn);
+    if (event)
+        qp_event(event, q.qpn);
     qp_state_changed(q, from);
 }
 
-void Core::qp_flush(Qp& q)
+void Core::qp_to_sqe(Qp& q)
+{
+    if (q.state != QpState::Rts && q.state != QpState::Sqd)
+        return;
+    sq_flush(q);
+    QpState from = q.state;
+    q.state = QpState::Sqe;
+    qpc::kState.set(q.ctx, uint8_t(QpState::Sqe));
+    IBEMU_INFO(cfg_.name, "QP 0x%x %s->SQE", q.qpn, qp_state_name(from));
+}
+
+void Core::sq_flush(Qp& q)
 {
     QpRun& r = q.r;
     r.deadline = UINT64_MAX;
@@ -384,22 +396,24 @@ void Core::qp_flush(Qp& q)
         ++r.out_tail;
     }
     // Rung but not started: follow the chain, bounded by the count.
-    uint32_t limit = q.a.has_sq ? (1u << q.a.sq_log_size) : 0;
-    limit = std::max<uint32_t>(limit, 1);
+    uint32_t limit = std::max<uint32_t>(1u << q.a.sq_log_size, 1);
     uint32_t n = std::min(r.sq_pending, limit);
     uint32_t off = r.sq_next_wqe;
-    uint8_t size = r.sq_next_size;
     for (uint32_t i = 0; i < n && r.sq_have_next; ++i) {
         cqe_error(q, true, off, cqe::kFlush, q.a.cqn_snd);
         uint8_t nx[16];
         if (!tpt_access(q.a.wqe_lkey, q.a.pd, off, nx, 16, false))
             break;
         off = be32(nx) & ~0x3fu;
-        size = be32(nx + 4) & 0x3f;
     }
-    (void)size;
     r.sq_pending = 0;
     r.sq_have_next = false;
+}
+
+void Core::qp_flush(Qp& q)
+{
+    QpRun& r = q.r;
+    sq_flush(q);
     // Posted receives (not with an SRQ: those stay on the SRQ).
     if (r.in_send) {
         r.in_send = false;
@@ -474,7 +488,7 @@ uint64_t Core::poll(uint64_t now_ns)
             } else if (r.out_head != r.out_tail) {
                 if (r.retries == 0) {
                     IBEMU_INFO(cfg_.name, "QP 0x%x: transport retry counter exceeded", q.qpn);
-                    qp_to_error(q, cqe::kRetryExc, true);
+                    qp_to_error(q, cqe::kRetryExc, true, 0);
                     continue;
                 }
                 --r.retries;
@@ -895,7 +909,7 @@ void Core::rx_ud(unsigned port, RxCtx& rx, Qp& q)
     if (!rq_scatter(q, w, 0, rx, 0, rx.pay_len, prefix, iba::kGrhLen, &syn)) {
         cqe_error(q, false, w, syn, q.a.cqn_rcv);
         if (syn != cqe::kLocalLength)
-            qp_to_error(q, syn, false);
+            qp_to_error(q, syn, false, 0);
         return;
     }
     uint32_t immv = imm ? be32(rx.ext + iba::kDethLen) : uint32_t(rx.pkey_index) << 16;
@@ -938,6 +952,12 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
     auto nak = [&](uint8_t code) {
         r.in_send = r.in_write = false;
         send_ack(port, q, iba::kAethNak | code, rx.psn);
+        // Class C responder errors (IBA 9.9.3.1.3): the QP goes to ERR
+        // with an affiliated asynchronous error.
+        if (code == iba::kNakRemoteAccess)
+            qp_to_error(q, 0, false, ev::kWqAccess);
+        else if (code == iba::kNakInvalidReq)
+            qp_to_error(q, 0, false, ev::kWqInvalReq);
     };
     uint32_t mtu = q.a.mtu;
     bool last = false, has_imm = false;
@@ -962,7 +982,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         if (!rq_scatter(q, w, 0, rx, 0, rx.pay_len, nullptr, 0, &syn)) {
             cqe_error(q, false, w, syn, q.a.cqn_rcv);
             nak(syn == cqe::kLocalLength ? iba::kNakInvalidReq : iba::kNakRemoteOp);
-            qp_to_error(q, syn, false);
+            qp_to_error(q, syn, false, 0);
             return;
         }
         if (o == kSendFirst) {
@@ -989,7 +1009,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             r.in_send = false;
             cqe_error(q, false, r.rwqe, syn, q.a.cqn_rcv);
             nak(syn == cqe::kLocalLength ? iba::kNakInvalidReq : iba::kNakRemoteOp);
-            qp_to_error(q, syn, false);
+            qp_to_error(q, syn, false, 0);
             return;
         }
         r.roff += rx.pay_len;
@@ -1293,7 +1313,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
             if (r.out_head == r.out_tail)
                 return;
             if (r.rnr_retries == 0) {
-                qp_to_error(q, cqe::kRnrRetryExc, true);
+                qp_to_error(q, cqe::kRnrRetryExc, true, 0);
                 return;
             }
             if (q.a.rnr_retry != 7)
@@ -1314,7 +1334,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
             uint8_t s = code == iba::kNakInvalidReq     ? cqe::kRemoteInvalReq
                         : code == iba::kNakRemoteAccess ? cqe::kRemoteAccess
                                                         : cqe::kRemoteOp;
-            qp_to_error(q, s, true);
+            qp_to_error(q, s, true, 0);
             return;
         }
         default:
@@ -1340,7 +1360,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
     unsigned seg0 = 0;
     if (!sq_fetch(q, e.wqe, e.size, w) || (w.op = e.op, !parse_segments(w, q.service, false, &seg0)) ||
         parse_gather(q, w, seg0, false)) {
-        qp_to_error(q, cqe::kLocalQpOp, true);
+        qp_to_error(q, cqe::kLocalQpOp, true, ev::kWqCatas);
         return;
     }
     wp = &w;
@@ -1351,7 +1371,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
         if (wp->nsge && wp->sge[0].mr) {
             const Sge& s = wp->sge[0];
             if (s.len < 8 || !mr_write(*s.mr, s.addr, orig, 8)) {
-                qp_to_error(q, cqe::kLocalProt, true);
+                qp_to_error(q, cqe::kLocalProt, true, 0);
                 return;
             }
         }
@@ -1368,7 +1388,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
     bool lastp = o == kReadRespLast || o == kReadRespOnly;
     uint32_t remaining = e.len - e.got;
     if ((lastp ? rx.pay_len != remaining : (rx.pay_len != mtu || remaining <= mtu))) {
-        qp_to_error(q, cqe::kBadResp, true);
+        qp_to_error(q, cqe::kBadResp, true, 0);
         return;
     }
     // Scatter into the local SGEs at offset e.got.
@@ -1382,7 +1402,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
         uint32_t n = std::min(s.len - skip, rx.pay_len - done);
         const Mpt* m = nullptr;
         if (mr_check(s.lkey, q.a.pd, s.addr + skip, n, kMptLocalWrite, &m) != Tpt::Ok) {
-            qp_to_error(q, cqe::kLocalProt, true);
+            qp_to_error(q, cqe::kLocalProt, true, 0);
             return;
         }
         place(*m, s.addr + skip, *rx.p, done, n);

@@ -303,11 +303,15 @@ TEST_F(QpEngine, RcBadRkeyIsRemoteAccessErrorAndFlushes)
     ASSERT_TRUE(a.poll(acq, &c));
     EXPECT_EQ(c.syndrome, cqe::kFlush);
     EXPECT_EQ(c.wqe, w3);
-    // The WQ catastrophic event reached the async EQ.
-    bool seen = false;
+    // The requester learns from its CQE alone; the responder's QP went to
+    // ERR with a local access violation event.
     for (auto& e : events(a, 1))
-        seen |= e[1] == ev::kWqCatas && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qa.qpn;
+        EXPECT_NE(e[1], ev::kWqCatas);
+    bool seen = false;
+    for (auto& e : events(b, 1))
+        seen |= e[1] == ev::kWqAccess && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qb.qpn;
     EXPECT_TRUE(seen);
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
 }
 
 TEST_F(QpEngine, RcLocalProtectionError)
@@ -521,6 +525,53 @@ TEST_F(UdEngine, SendRecvWithGrhAreaAndImmediate)
     EXPECT_EQ(b.mem().at(rbuf)[0] >> 4, 6);  // IPVer
     EXPECT_EQ(b.mem().at(rbuf)[24], 0xfe);
     EXPECT_EQ(c.imm >> 16, 0u);              // P_Key index 0
+}
+
+TEST_F(UdEngine, SendErrorMovesToSqeAndSqerr2RtsRecovers)
+{
+    make_ud();
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    Node::SendWr bad;
+    bad.sges = {{sbuf, 100, sk ^ 0x100}};  // no such lkey
+    bad.dlid = 2, bad.dqpn = qb.qpn, bad.qkey = kQkey;
+    Node::SendWr good = bad;
+    good.sges = {{sbuf, 100, sk}};
+    uint32_t head = qa.sq_head;
+    uint32_t w1 = a.post_send(qa, bad, false);
+    uint8_t op0 = a.last_op0, size0 = a.last_size0;
+    uint32_t w2 = a.post_send(qa, good, false);
+    a.ring_send(qa, head, 2, op0, size0);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(cqes[0].syndrome, cqe::kLocalProt);
+    EXPECT_EQ(cqes[0].wqe, w1);
+    EXPECT_EQ(cqes[1].syndrome, cqe::kFlush);
+    EXPECT_EQ(cqes[1].wqe, w2);
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Sqe);
+    // The receive side keeps working in SQE.
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    Node::SendWr back = good;
+    back.sges = {{rbuf, 0, rk}};
+    back.dlid = 1, back.dqpn = qa.qpn;
+    uint64_t abuf = a.alloc(4096);
+    uint32_t ak = a.reg(abuf, 4096);
+    a.post_recv(qa, {{abuf, 4096, ak}});
+    b.post_send(qb, back);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_FALSE(c.is_send);
+    QpParams p;
+    p.qkey = kQkey;
+    ASSERT_EQ(a.modify(qa, op::kSqerr2Rts, QpState::Rts, p, 0), Status::Ok);
+    a.post_send(qa, good);
+    link.pump();
+    ASSERT_TRUE(b.poll(bcq, &c));  // B's own send completion
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.byte_cnt, 140u);
 }
 
 TEST_F(UdEngine, QkeyAndPkeyViolationsAreCounted)

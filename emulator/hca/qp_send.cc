@@ -108,11 +108,30 @@ void Core::transmit(unsigned port, Packet& p)
         ++pt.xmit_discards;
         return;
     }
+    if (tx_depth_ + 1 >= tx_pkts_.size()) {
+        // A synchronous wire nested us this deep: the per-level packet and
+        // bounce buffers are all in use. Drop; RC recovers by retrying.
+        ++pt.xmit_discards;
+        IBEMU_DEBUG(cfg_.name, "port %u: transmit nested %u deep, packet dropped", port, tx_depth_);
+        return;
+    }
     ++pt.xmit_pkts;
     pt.xmit_data += be16(p.hdr.data() + 4) & 0x7ff;
     ++tx_depth_;
     w->transmit(p);
     --tx_depth_;
+}
+
+Packet& Core::tx_packet()
+{
+    // Preallocated per transmit nesting level (a synchronous wire may make
+    // the peer answer, and us transmit again, inside transmit()).
+    Packet& p = tx_pkts_[std::min<unsigned>(tx_depth_, unsigned(tx_pkts_.size()) - 1)];
+    p.hdr_len = 0;
+    p.vl = 0;
+    p.nseg = 0;
+    p.payload_len = 0;
+    return p;
 }
 
 uint8_t* Core::bounce()
@@ -258,7 +277,7 @@ void Core::sq_progress(Qp& q)
                 r.sq_pending--;
                 r.sq_have_next = false;
                 cqe_error(q, true, off, cqe::kLocalQpOp, q.a.cqn_snd);
-                qp_to_error(q, cqe::kLocalQpOp, true);
+                qp_to_error(q, cqe::kLocalQpOp, true, ev::kWqCatas);
                 break;
             }
             w.op = r.sq_next_op;
@@ -274,7 +293,12 @@ void Core::sq_progress(Qp& q)
             uint8_t syn = sq_execute(q, w);
             if (syn) {
                 cqe_error(q, true, w.off, syn, q.a.cqn_snd);
-                qp_to_error(q, syn, true);
+                // RC goes to ERR; UD/UC (and MLX) only stop their send
+                // queue in SQE (IBA 10.3.1), recovered with SQERR2RTS.
+                if (q.service == uint8_t(QpService::Rc))
+                    qp_to_error(q, syn, true, 0);
+                else
+                    qp_to_sqe(q);
                 break;
             }
         }
@@ -383,7 +407,7 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         // The driver built LRH..DETH itself in the first gather entry.
         if (!w.nsge || w.sge[0].len < iba::kLrhLen + iba::kBthLen || w.sge[0].len > Packet::kMaxHdr)
             return cqe::kLocalLength;
-        Packet p;
+        Packet& p = tx_packet();
         Gather g{*this, p, bounce()};
         if (w.sge[0].mr) {
             if (!mr_read(*w.sge[0].mr, w.sge[0].addr, p.hdr.data(), w.sge[0].len))
@@ -423,7 +447,7 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         rt.hop = av[11];
         rt.tclass = uint8_t(stf >> 20);
         rt.flow = stf & 0xfffff;
-        Packet p;
+        Packet& p = tx_packet();
         bool imm = w.op == wqe::kSendImm;
         size_t h = build_headers(p, rt, imm ? 0x65 : 0x64, se, pkey, w.dqpn, false, q.r.npsn);
         q.r.npsn = (q.r.npsn + 1) & iba::kPsnMask;
@@ -496,7 +520,7 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
     uint32_t mtu = q.a.mtu;
 
     if (w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
-        Packet p;
+        Packet& p = tx_packet();
         bool rd = w.op == wqe::kRdmaRead;
         uint8_t opc = rd ? kReadReq : (w.op == wqe::kAtomicCs ? kCmpSwap : kFetchAdd);
         size_t h = build_headers(p, rt, uint8_t(tr | opc), false, pkey, q.a.remote_qpn, true, first_psn);
@@ -533,7 +557,7 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
                   : first       ? kSendFirst
                   : last        ? (imm ? kSendLastImm : kSendLast)
                                 : kSendMiddle;
-        Packet p;
+        Packet& p = tx_packet();
         size_t h = build_headers(p, rt, uint8_t(tr | opc), last && se, pkey, q.a.remote_qpn, rc && last, psn);
         uint8_t* x = p.hdr.data() + h;
         if (write && first) {
@@ -573,13 +597,13 @@ void Core::rc_retransmit(Qp& q)
         SendEntry e = r.out[i % kMaxOutstanding];
         WqeView w;
         if (!sq_fetch(q, e.wqe, e.size, w)) {
-            qp_to_error(q, cqe::kLocalQpOp, true);
+            qp_to_error(q, cqe::kLocalQpOp, true, ev::kWqCatas);
             return;
         }
         w.op = e.op;
         unsigned o = 0;
         if (!parse_segments(w, q.service, false, &o) || parse_gather(q, w, o, false)) {
-            qp_to_error(q, cqe::kLocalProt, true);
+            qp_to_error(q, cqe::kLocalProt, true, 0);
             return;
         }
         if (e.op == wqe::kAtomicCs || e.op == wqe::kAtomicFa)
@@ -601,7 +625,7 @@ void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn)
 {
     Route rt = route_of(q);
     rt.port = uint8_t(port);
-    Packet p;
+    Packet& p = tx_packet();
     const Port& pt = ports_[port - 1];
     size_t h = build_headers(p, rt, iba::opc::kAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen], q.a.remote_qpn,
                              false, psn);
@@ -615,7 +639,7 @@ void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig)
 {
     Route rt = route_of(q);
     rt.port = uint8_t(port);
-    Packet p;
+    Packet& p = tx_packet();
     const Port& pt = ports_[port - 1];
     size_t h = build_headers(p, rt, iba::opc::kAtomicAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen],
                              q.a.remote_qpn, false, psn);
@@ -638,7 +662,7 @@ void Core::send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, u
     for (uint32_t i = 0; i < npkts; ++i) {
         bool first = i == 0, last = i + 1 == npkts;
         uint8_t opc = first && last ? kReadRespOnly : first ? kReadRespFirst : last ? kReadRespLast : kReadRespMiddle;
-        Packet p;
+        Packet& p = tx_packet();
         size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (psn + i) & iba::kPsnMask);
         if (first || last) {
             wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (q.r.msn & 0xffffff));

@@ -252,7 +252,9 @@ void DriverSim::bring_up(bool msi_x)
     create_eq(eqs_[0], lim.rsvd_eqs + 0, 1u << 17, msi_x ? 128 : pin);
     create_eq(eqs_[1], lim.rsvd_eqs + 1, 256, msi_x ? 129 : pin);
     create_eq(eqs_[2], lim.rsvd_eqs + 2, 256, msi_x ? 130 : pin);
-    const uint64_t async_mask = 0x52ffull | (1ull << 0x08) | (1ull << 0x09) | (1ull << 0x0e) | (7ull << 0x12);
+    // MTHCA_ASYNC_EVENT_MASK | MTHCA_SRQ_EVENT_MASK (mthca_eq.c).
+    const uint64_t async_mask = 0xfeull | (1ull << 0x10) | (1ull << 0x11) | (1ull << 0x08) | (1ull << 0x09) |
+                                (1ull << 0x0e) | (7ull << 0x12);
     ASSERT_EQ(cmd(op::kMapEq, async_mask, 0, eqs_[1].eqn), Status::Ok);
     ASSERT_EQ(cmd(op::kMapEq, 1ull << ev::kCmd, 0, eqs_[2].eqn), Status::Ok);
     for (SimEq& eq : eqs_)
