@@ -16,7 +16,7 @@ export IBSTACK_CACHE := $(CACHE)
 SHELL := /bin/bash
 
 .PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
-	check-lint check-tests checkpatch demo clean help
+	check-lint check-kunit check-tests checkpatch demo clean help
 
 all: modules cpp
 
@@ -26,6 +26,7 @@ help:
 	@echo "make modules_install  install into /lib/modules/\$$KVER/updates and run depmod"
 	@echo "make checkpatch       checkpatch --strict on our kernel sources"
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
+	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
 
@@ -78,6 +79,7 @@ check:
 	$(MAKE) --no-print-directory all && \
 	$(MAKE) --no-print-directory qemu && \
 	$(MAKE) --no-print-directory check-lint && \
+	$(MAKE) --no-print-directory check-kunit && \
 	$(MAKE) --no-print-directory check-tests; rc=$$?; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
@@ -87,6 +89,10 @@ check:
 
 check-lint: checkpatch
 	$(MAKE) --no-print-directory modules C=2 W=1
+
+# KUnit suites of our kernel code, on UML (tests/kunit, Documentation/kunit.md).
+check-kunit:
+	JOBS=$(JOBS) tests/kunit/run
 
 # Unit tests (label unit), VM tests (label vm: they take a lock, so they run
 # one at a time beside the unit tests) and short benchmark runs (label bench).
