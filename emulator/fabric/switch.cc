@@ -224,6 +224,8 @@ void Switch::set_state(unsigned n, PortState s)
 void Switch::link_changed(unsigned n, bool up, const LinkParams& params)
 {
     Port& p = ports_[n];
+    if (p.link_up && !up)
+        ++p.ctr.link_downed;
     p.link_up = up;
     p.params = params;
     // IBA 7.2: the logical state follows the physical link: DOWN while it is
@@ -256,6 +258,7 @@ void Switch::send_on(unsigned out, const Packet& p, bool smp)
         return;
     }
     ++o.ctr.xmit_packets;
+    o.ctr.xmit_bytes += p.hdr_len + p.payload_len;
     o.wire->transmit(p);
 }
 
@@ -263,6 +266,7 @@ void Switch::receive(unsigned in, const Packet& p)
 {
     Port& ip = ports_[in];
     ++ip.ctr.rcv_packets;
+    ip.ctr.rcv_bytes += p.hdr_len + p.payload_len;
     PacketView v = view_packet(p);
     if (!v.valid) {
         ++ip.ctr.rcv_discards;
@@ -283,7 +287,7 @@ void Switch::receive(unsigned in, const Packet& p)
         // LID routed SMP passing through (IBA 18.2.4.1: by the LFT).
         uint8_t out = v.dlid < lft_.size() ? lft_[v.dlid] : 0xff;
         if (out == 0xff || out == 0 || out > cfg_.num_ports) {
-            ++ip.ctr.xmit_discards;
+            ++ip.ctr.vl15_dropped;
             ++dropped_smps_;
             return;
         }
@@ -296,6 +300,14 @@ void Switch::receive(unsigned in, const Packet& p)
         ++ip.ctr.rcv_discards;
         return;
     }
+    if (lid_is_mine(v.dlid)) {
+        // To the switch itself: only the PMA behind QP1 listens.
+        if (v.has_bth && v.dest_qp == 1 && v.lnh == lrh::kLnhLocal)
+            gsi_receive(in, p, v.bth_offset);
+        else
+            ++ip.ctr.rcv_discards;
+        return;
+    }
     forward_data(in, p, v.dlid);
 }
 
@@ -306,7 +318,7 @@ void Switch::forward_data(unsigned in, const Packet& p, uint16_t dlid)
         // IBA 18.2.4.2: multicast by the MFT, never back out the ingress port.
         unsigned idx = dlid - kMulticastLidBase;
         if (idx >= cfg_.mft_cap || (mft_top_ && dlid > mft_top_)) {
-            ++ip.ctr.xmit_discards;
+            ++ip.ctr.relay_errors;
             return;
         }
         bool any = false;
@@ -323,18 +335,18 @@ void Switch::forward_data(unsigned in, const Packet& p, uint16_t dlid)
             }
         }
         if (!any)
-            ++ip.ctr.xmit_discards;
+            ++ip.ctr.relay_errors;
         return;
     }
     if (dlid == 0 || dlid == kPermissiveLid || (lft_top_ && dlid > lft_top_) || dlid >= lft_.size()) {
-        ++ip.ctr.xmit_discards;
+        ++ip.ctr.relay_errors;
         return;
     }
     uint8_t out = lft_[dlid];
     // Entry 255 is "no route"; 0 is the management port, which has no data
     // consumers in this model; a packet never turns back on its ingress port.
     if (out == 0xff || out == 0 || out > cfg_.num_ports || out == in) {
-        ++ip.ctr.xmit_discards;
+        ++ip.ctr.relay_errors;
         return;
     }
     send_on(out, p, false);
@@ -905,6 +917,135 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
     default:
         return mad::kStatusUnsupMethodAttr;
     }
+}
+
+namespace {
+
+// PortCounters (IBA 16.1.3.5), offsets in the PMA data (MAD offset 64).
+namespace pc {
+constexpr Field kPortSelect{1, 1, 0, 8};
+constexpr Field kCounterSelect{2, 2, 0, 16};
+constexpr Field kLinkDowned{7, 1, 0, 8};
+constexpr Field kRcvErrors{8, 2, 0, 16};
+constexpr Field kRelayErrors{12, 2, 0, 16};
+constexpr Field kXmitDiscards{14, 2, 0, 16};
+constexpr Field kVl15Dropped{22, 2, 0, 16};
+constexpr Field kXmitData{24, 4, 0, 32};  // in 4-byte words
+constexpr Field kRcvData{28, 4, 0, 32};
+constexpr Field kXmitPkts{32, 4, 0, 32};
+constexpr Field kRcvPkts{36, 4, 0, 32};
+// CounterSelect bits (which counters a Set clears).
+constexpr uint16_t kSelLinkDowned = 1 << 2, kSelRcvErrors = 1 << 3, kSelRelay = 1 << 5, kSelXmitDiscards = 1 << 6,
+                   kSelVl15 = 1 << 11, kSelXmitData = 1 << 12, kSelRcvData = 1 << 13, kSelXmitPkts = 1 << 14,
+                   kSelRcvPkts = 1 << 15;
+}  // namespace pc
+
+constexpr uint16_t kAttrClassPortInfo = 0x0001;
+constexpr uint16_t kAttrPortCounters = 0x0012;
+constexpr unsigned kPmaDataOffset = 64;
+
+// PMA counters saturate at their width (IBA 16.1.3.5).
+uint64_t sat(uint64_t v, const Field& f) { return std::min(v, f.mask()); }
+
+}  // namespace
+
+uint16_t Switch::pma_port_counters(uint8_t method, std::span<uint8_t> d)
+{
+    unsigned port = unsigned(pc::kPortSelect.get(d));
+    // No AllPortSelect (ClassPortInfo says so): one port, 0..N.
+    if (port > cfg_.num_ports)
+        return mad::kStatusInvalidField;
+    SwitchPortCounters& c = ports_[port].ctr;
+    if (method == mad::kMethodSet) {
+        uint16_t sel = uint16_t(pc::kCounterSelect.get(d));
+        if (sel & pc::kSelLinkDowned)
+            c.link_downed = 0;
+        if (sel & pc::kSelRcvErrors)
+            c.rcv_discards = 0;
+        if (sel & pc::kSelRelay)
+            c.relay_errors = 0;
+        if (sel & pc::kSelXmitDiscards)
+            c.xmit_discards = 0;
+        if (sel & pc::kSelVl15)
+            c.vl15_dropped = 0;
+        if (sel & pc::kSelXmitData)
+            c.xmit_bytes = 0;
+        if (sel & pc::kSelRcvData)
+            c.rcv_bytes = 0;
+        if (sel & pc::kSelXmitPkts)
+            c.xmit_packets = 0;
+        if (sel & pc::kSelRcvPkts)
+            c.rcv_packets = 0;
+    }
+    std::fill(d.begin() + 4, d.end(), 0);
+    const FieldValue t[] = {
+        {pc::kLinkDowned, sat(c.link_downed, pc::kLinkDowned)},
+        {pc::kRcvErrors, sat(c.rcv_discards, pc::kRcvErrors)},
+        {pc::kRelayErrors, sat(c.relay_errors, pc::kRelayErrors)},
+        {pc::kXmitDiscards, sat(c.xmit_discards, pc::kXmitDiscards)},
+        {pc::kVl15Dropped, sat(c.vl15_dropped, pc::kVl15Dropped)},
+        {pc::kXmitData, sat(c.xmit_bytes / 4, pc::kXmitData)},
+        {pc::kRcvData, sat(c.rcv_bytes / 4, pc::kRcvData)},
+        {pc::kXmitPkts, sat(c.xmit_packets, pc::kXmitPkts)},
+        {pc::kRcvPkts, sat(c.rcv_packets, pc::kRcvPkts)},
+    };
+    fill_fields(d, t);
+    return 0;
+}
+
+void Switch::gsi_receive(unsigned in, const Packet& p, unsigned bth_off)
+{
+    uint8_t buf[lrh::kSize + bth::kSize + deth::kSize + kMadSize];
+    unsigned mad_off = kMadHdrOffset(bth_off);
+    if (mad_off + kMadSize > sizeof buf || flatten(p, buf) < mad_off + kMadSize) {
+        ++ports_[in].ctr.rcv_discards;
+        return;
+    }
+    std::span<const uint8_t> h(buf, mad_off);
+    std::span<uint8_t> mad(buf + mad_off, kMadSize);
+    uint16_t slid = uint16_t(lrh::kSlid.get(h));
+    uint8_t sl = uint8_t(lrh::kSl.get(h));
+    uint16_t pkey = uint16_t(bth::kPkey.get(h.subspan(bth_off)));
+    uint32_t src_qp = uint32_t(deth::kSrcQp.get(h.subspan(bth_off + bth::kSize)));
+    uint8_t method = uint8_t(mad::kMethod.get(mad));
+    if (mad::kMgmtClass.get(mad) != mad::kClassPerf || (method & 0x80)) {
+        ++ports_[in].ctr.rcv_discards;  // no other GSI agent on the switch
+        return;
+    }
+    uint16_t attr = uint16_t(mad::kAttrId.get(mad));
+    std::span<uint8_t> data = mad.subspan(kPmaDataOffset);
+    uint16_t status = 0;
+    if (mad::kBaseVersion.get(mad) != 1 || mad::kClassVersion.get(mad) != 1) {
+        status = mad::kStatusBadVersion;
+    } else if (method != mad::kMethodGet && method != mad::kMethodSet) {
+        status = mad::kStatusUnsupMethod;
+    } else if (attr == kAttrClassPortInfo && method == mad::kMethodGet) {
+        std::fill(data.begin(), data.end(), 0);
+        data[0] = 1;  // BaseVersion
+        data[1] = 1;  // ClassVersion
+        put_be32(data, 4, 18);  // CapabilityMask2 0, RespTimeValue 18
+    } else if (attr == kAttrPortCounters) {
+        status = pma_port_counters(method, data);
+    } else {
+        status = mad::kStatusUnsupMethodAttr;
+    }
+    mad::kMethod.set(mad, mad::kMethodGetResp);
+    mad::kStatus.set(mad, status);
+    uint8_t out = slid < lft_.size() ? lft_[slid] : 0xff;
+    if (out == 0xff || out == 0 || out > cfg_.num_ports)
+        out = uint8_t(in);
+    Packet r;
+    UdAddress a;
+    a.dlid = slid;
+    a.slid = lid_;
+    a.sl = sl;
+    a.vl = 0;
+    a.dest_qp = src_qp;
+    a.src_qp = 1;
+    a.qkey = kQp1Qkey;
+    a.pkey = pkey;
+    build_ud(r, a, mad);
+    send_on(out, r, false);
 }
 
 void Switch::send_trap128()

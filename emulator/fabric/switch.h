@@ -61,8 +61,14 @@ struct SwitchConfig {
 struct SwitchPortCounters {
     uint64_t rcv_packets = 0;
     uint64_t xmit_packets = 0;
-    uint64_t rcv_discards = 0;     // malformed, ingress state, not an SMP on VL15
-    uint64_t xmit_discards = 0;    // unknown DLID, egress not ACTIVE/down, hairpin
+    uint64_t rcv_bytes = 0;
+    uint64_t xmit_bytes = 0;
+    uint64_t rcv_discards = 0;     // malformed, ingress state, not an SMP on VL15 (PortRcvErrors)
+    uint64_t relay_errors = 0;     // at the ingress: no route, above LinearFDBTop, hairpin
+                                   // (PortRcvSwitchRelayErrors)
+    uint64_t xmit_discards = 0;    // at the egress: down, not ACTIVE, over NeighborMTU
+    uint64_t link_downed = 0;
+    uint64_t vl15_dropped = 0;
     uint64_t smps_handled = 0;
     uint64_t traps_sent = 0;
 };
@@ -115,6 +121,9 @@ private:
     void fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const;
     uint16_t set_port_info(unsigned n, std::span<const uint8_t> d);
     void set_state(unsigned n, PortState s);
+    // PMA on port 0 (IBA 16.1): GMPs of class PerfMgt to QP1 at the switch LID.
+    void gsi_receive(unsigned in, const Packet& p, unsigned bth_off);
+    uint16_t pma_port_counters(uint8_t method, std::span<uint8_t> data);
     void send_trap128();
 
     Scheduler& sched_;

@@ -296,7 +296,7 @@ TEST_F(SwitchTest, LftProgrammingThenLidRoutedDelivery)
     sm().send_data(7, 1, payload);
     sm().send_data(100, 1, payload);
     sm().send_data(1, 1, payload);
-    EXPECT_EQ(sw->counters(1).xmit_discards, 3u);
+    EXPECT_EQ(sw->counters(1).relay_errors, 3u);
     // Payload above the egress port's NeighborMTU (2048 by default).
     std::vector<uint8_t> big(4096);
     sm().send_data(2, 1, big);  // the 2048 link MTU stops it first
@@ -431,6 +431,57 @@ TEST_F(SwitchTest, LinkDownRaisesLinkChangedAndTrap128)
     // A TrapRepress is taken silently.
     Mad rep = test::lid_smp(mad::kMethodTrapRepress, smp::kAttrNotice, 0);
     EXPECT_FALSE(request(rep, 10, 1));
+}
+
+TEST_F(SwitchTest, PmaPortCountersOverQp1)
+{
+    build("star:2");
+    configure_star(2, 10);
+    uint8_t payload[60] = {};
+    for (int i = 0; i < 3; ++i)
+        sm().send_data(2, 1, payload);
+    ASSERT_EQ(hosts["vm1"].rx.size(), 3u);
+    auto gmp = [&](uint8_t method, uint16_t attr, uint8_t port, uint16_t select) {
+        Mad m{};
+        std::span<uint8_t> s(m);
+        mad::kBaseVersion.set(s, 1);
+        mad::kMgmtClass.set(s, mad::kClassPerf);
+        mad::kClassVersion.set(s, 1);
+        mad::kMethod.set(s, method);
+        mad::kTid.set(s, 77);
+        mad::kAttrId.set(s, attr);
+        m[64 + 1] = port;
+        put_be16(s, 64 + 2, select);
+        Packet p;
+        UdAddress a;
+        a.dlid = 10;
+        a.slid = 1;
+        a.dest_qp = 1;
+        a.src_qp = 1;
+        a.qkey = kQp1Qkey;
+        build_ud(p, a, m);
+        size_t before = sm().rx.size();
+        sm().wire->transmit(p);
+        fab.run_due();
+        EXPECT_EQ(sm().rx.size(), before + 1);
+        return sm().rx.back();
+    };
+    test::RxPacket r = gmp(mad::kMethodGet, 0x0012, 2, 0);
+    EXPECT_EQ(r.view.dest_qp, 1u);
+    EXPECT_EQ(r.view.slid, 10);
+    EXPECT_EQ(r.view.vl, 0);
+    auto m = r.mad();
+    EXPECT_EQ(mad::kMethod.get(m), mad::kMethodGetResp);
+    EXPECT_EQ(mad::kStatus.get(m), 0u);
+    EXPECT_EQ(be32(m, 64 + 32), 3u);                     // PortXmitPkts on port 2
+    EXPECT_EQ(be32(m, 64 + 24), 3u * (28 + 60) / 4);     // PortXmitData, words
+    r = gmp(mad::kMethodSet, 0x0012, 2, 0xffff);
+    EXPECT_EQ(be32(r.mad(), 64 + 32), 0u);
+    r = gmp(mad::kMethodGet, 0x0001, 0, 0);
+    EXPECT_EQ(mad::kStatus.get(r.mad()), 0u);
+    EXPECT_EQ(r.mad()[64 + 7], 18);
+    r = gmp(mad::kMethodGet, 0x0012, 9, 0);
+    EXPECT_EQ(mad::kStatus.get(r.mad()), mad::kStatusInvalidField);
 }
 
 TEST_F(SwitchTest, TablesRoundTrip)
