@@ -887,7 +887,9 @@ void Core::rx_ud(unsigned port, RxCtx& rx, Qp& q)
         return;
     }
     uint32_t qkey = be32(rx.ext);
-    if (q.special != SpecialQp::Smi && qkey != q.a.qkey) {
+    // QP0 ignores the Q_Key; QP1 takes only the well-known GSI Q_Key.
+    uint32_t want = q.special == SpecialQp::Gsi ? iba::kQp1Qkey : q.a.qkey;
+    if (q.special != SpecialQp::Smi && qkey != want) {
         if (pt.qkey_violations != 0xffff)
             ++pt.qkey_violations;
         ++db_.rx_dropped;

@@ -104,7 +104,9 @@ void Core::transmit(unsigned port, Packet& p)
     Port& pt = ports_[port - 1];
     Wire* w = wires_[port - 1];
     ++db_.tx_packets;
-    if (!w || !pt.link_present || !pt.ib_open) {
+    // Only SMPs (VL15) leave a port that is not yet ARMED/ACTIVE.
+    bool up = pt.state == PortState::Active || (p.vl == 15 && pt.state != PortState::Down);
+    if (!w || !pt.link_present || !pt.ib_open || !up) {
         ++pt.xmit_discards;
         return;
     }
