@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <cstdlib>
 #include <random>
 
 #include "common/log.h"
@@ -854,7 +855,10 @@ TEST_F(QpEngine, HostileWqesAndDoorbells)
     QpParams p;
     p.qkey = 1;
     a.to_rts(ud, p);
-    std::mt19937_64 rng(1234);
+    const char* seed_env = std::getenv("IBEMU_FUZZ_SEED");
+    std::mt19937_64 rng(seed_env ? std::strtoull(seed_env, nullptr, 0) : 1234);
+    uint64_t rbuf = b.alloc(8192);
+    uint32_t rk = b.reg(rbuf, 8192);
     uint64_t sbuf = a.alloc(4096);
     a.reg(sbuf, 4096);
     for (int round = 0; round < 3000; ++round) {
@@ -874,9 +878,20 @@ TEST_F(QpEngine, HostileWqesAndDoorbells)
             // Random doorbell on random offsets/UARs too.
             a.d.write_be64(2, (rng() % 4) * 4096 + (rng() % 6) * 8, rng());
         }
-        // Random receive doorbell records and packets to B.
+        // Receives on B: sometimes sane, sometimes scribbled, and random
+        // doorbell records.
+        if (round % 3 == 0)
+            b.post_recv(qb, {{rbuf + (rng() % 8192), uint32_t(rng() % 9000), round % 6 ? rk : uint32_t(rng())}});
+        if (round % 13 == 0) {
+            uint8_t* rw = b.mem().at(qb.buf);
+            size_t rbytes = size_t(qb.rq_n) << qb.rq_shift;
+            for (int k = 0; k < 16; ++k)
+                rw[rng() % rbytes] = uint8_t(rng());
+        }
         if (round % 11 == 0)
             put32(std::span<uint8_t>(b.db_rec(qb.rq_db), 4), 0, uint32_t(rng()));
+        if (round % 17 == 0)
+            put32(std::span<uint8_t>(b.db_rec(bcq.ci_db), 4), 0, uint32_t(rng()));
         link.pump();
         if (round % 50 == 0) {
             a.drain(acq);
@@ -887,6 +902,15 @@ TEST_F(QpEngine, HostileWqesAndDoorbells)
             link.pump();
         }
         // Bring errored QPs back so the engine keeps being exercised.
+        const Qp* rq = b.core().find_qp(qb.qpn);
+        if (rq && rq->state == QpState::Err) {
+            ASSERT_EQ(b.modify(qb, op::kErr2Rst, QpState::Rst, p, 0), Status::Ok);
+            qb.rq_head = 0;
+            put32(std::span<uint8_t>(b.db_rec(qb.rq_db), 4), 0, 0);
+            QpParams pp = p;
+            pp.dlid = 1, pp.remote_qpn = qa.qpn;
+            b.to_rts(qb, pp);
+        }
         const Qp* cq = a.core().find_qp(q.qpn);
         if (cq && cq->state == QpState::Err) {
             ASSERT_EQ(a.modify(q, op::kErr2Rst, QpState::Rst, p, 0), Status::Ok);
