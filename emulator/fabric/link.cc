@@ -96,6 +96,7 @@ void Link::set_fault(unsigned from_side, const FaultConfig& f)
 void Link::flush(Direction& d)
 {
     d.ctr.dropped_down += d.count;
+    ++d.generation;
     d.head = 0;
     d.count = 0;
     d.busy_until = 0;
@@ -209,8 +210,9 @@ void Link::Direction::fire(uint64_t now)
         // The slot stays counted while its packet is delivered, so a
         // transmit from inside receive() queues behind it and cannot
         // overwrite it.
+        uint64_t gen = generation;
         l.deliver(*this, ring[head].pkt);
-        if (count == 0)
+        if (gen != generation)
             break;  // the link went down during delivery and was flushed
         head = (head + 1) % ring.size();
         --count;

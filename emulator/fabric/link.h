@@ -127,6 +127,7 @@ private:
         LinkCounters ctr;
         std::vector<Slot> ring;
         unsigned head = 0, count = 0;
+        uint64_t generation = 0;  // bumped when the queue is flushed
         uint64_t busy_until = 0;
 
         void transmit(const Packet& p) override;
