@@ -260,6 +260,7 @@ struct QpRun {
     uint32_t msn = 0;
     bool nak_sent = false;
     bool in_send = false;      // a multi-packet SEND is being received
+    bool uc_reuse = false;     // UC: rwqe was taken by a dropped message, reuse it
     uint32_t rwqe = 0;         // its receive WQE offset
     uint32_t roff = 0;         // bytes of it written so far
     bool in_write = false;     // a multi-packet RDMA WRITE is being received

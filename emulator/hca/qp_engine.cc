@@ -415,8 +415,8 @@ void Core::qp_flush(Qp& q)
     QpRun& r = q.r;
     sq_flush(q);
     // Posted receives (not with an SRQ: those stay on the SRQ).
-    if (r.in_send) {
-        r.in_send = false;
+    if (r.in_send || r.uc_reuse) {
+        r.in_send = r.uc_reuse = false;
         cqe_error(q, false, r.rwqe, cqe::kFlush, q.a.cqn_rcv);
     }
     if (!q.a.srq) {
@@ -1156,10 +1156,11 @@ void Core::rx_uc(unsigned port, RxCtx& rx, Qp& q)
     bool first = o == kSendFirst || o == kSendOnly || o == kSendOnlyImm || o == kWriteFirst || o == kWriteOnly ||
                  o == kWriteOnlyImm;
     if (rx.psn != r.epsn) {
-        // Lost packets: abandon the message in progress; a new one may start.
+        // Lost packets: the message in progress is dropped silently and its
+        // receive WQE serves the next message; a new one may start here.
         if (r.in_send) {
-            cqe_error(q, false, r.rwqe, cqe::kFlush, q.a.cqn_rcv);
             r.in_send = false;
+            r.uc_reuse = true;
         }
         r.in_write = false;
         if (!first)
@@ -1173,12 +1174,18 @@ void Core::rx_uc(unsigned port, RxCtx& rx, Qp& q)
     case kSendOnly:
     case kSendOnlyImm: {
         if (r.in_send) {
-            cqe_error(q, false, r.rwqe, cqe::kFlush, q.a.cqn_rcv);
             r.in_send = false;
+            r.uc_reuse = true;
         }
         uint32_t w;
-        if (rx.pay_len > mtu || !rq_take(q, &w, false))
+        if (rx.pay_len > mtu)
             return;
+        if (r.uc_reuse) {
+            w = r.rwqe;
+            r.uc_reuse = false;
+        } else if (!rq_take(q, &w, false)) {
+            return;
+        }
         uint8_t syn = 0;
         if (!rq_scatter(q, w, 0, rx, 0, rx.pay_len, nullptr, 0, &syn)) {
             cqe_error(q, false, w, syn, q.a.cqn_rcv);

@@ -419,6 +419,95 @@ TEST_F(QpEngine, RcRetransmitRecoversFromOneLostPacket)
     EXPECT_FALSE(c.error);
 }
 
+TEST_F(QpEngine, RcLostAckDoesNotDeliverTwice)
+{
+    QpParams p;
+    p.timeout = 8;
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 8192);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    b.post_recv(qb, {{rbuf + 4096, 4096, rk}});
+    bool dropped = false;
+    link.filter = [&](const CopiedPacket& c) {
+        if (!dropped && c.from == 1 && c.opcode() == iba::opc::kAck) {
+            dropped = true;
+            return false;
+        }
+        return true;
+    };
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 100, sk}};
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_TRUE(dropped);
+    pump_time(3'000'000, 500'000);  // the retry is a duplicate: re-ACKed only
+    EXPECT_EQ(b.drain(bcq).size(), 1u);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 1u);
+    EXPECT_FALSE(cqes[0].error);
+    // The next message still lands in the next receive WQE.
+    a.post_send(qa, wr);
+    link.pump();
+    auto rc = b.drain(bcq);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].wqe, 1u << qb.rq_shift);
+}
+
+TEST_F(QpEngine, RcReadRetriedAfterLostResponse)
+{
+    QpParams p;
+    p.timeout = 8;
+    connect(QpService::Rc, p, p);
+    a.mem().set_mappable(false);  // and through the bounce/copy paths
+    b.mem().set_mappable(false);
+    const uint32_t len = 6000;
+    uint64_t lbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t lk = a.reg(lbuf, 8192), rk = b.reg(rbuf, 8192);
+    fill(b, rbuf, len, 99);
+    int responses = 0;
+    link.filter = [&](const CopiedPacket& c) { return !(c.from == 1 && ++responses == 2); };
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{lbuf, len, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    pump_time(3'000'000, 500'000);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.byte_cnt, len);
+    EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
+}
+
+TEST_F(QpEngine, UcLostPacketDropsOnlyThatMessage)
+{
+    connect(QpService::Uc);
+    uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(16384);
+    uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 16384);
+    fill(a, sbuf, 8192, 6);
+    b.post_recv(qb, {{rbuf, 8192, rk}});
+    b.post_recv(qb, {{rbuf + 8192, 8192, rk}});
+    int n = 0;
+    link.filter = [&](const CopiedPacket&) { return ++n != 2; };  // middle of message 1
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 5000, sk}};
+    a.post_send(qa, wr);
+    wr.sges = {{sbuf, 3000, sk}};
+    a.post_send(qa, wr);
+    link.pump();
+    auto rc = b.drain(bcq);
+    ASSERT_EQ(rc.size(), 1u);  // the broken message vanished; its WQE took the next one
+    EXPECT_FALSE(rc[0].error);
+    EXPECT_EQ(rc[0].wqe, 0u);
+    EXPECT_EQ(rc[0].byte_cnt, 3000u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 3000), 0);
+    EXPECT_EQ(a.drain(acq).size(), 2u);  // UC completes at the sender regardless
+}
+
 TEST_F(QpEngine, FlushOnErrForPostedReceives)
 {
     connect(QpService::Rc);
