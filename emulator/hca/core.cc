@@ -138,8 +138,17 @@ void Core::power_on()
         intx_level_ = false;
         irq_.intx(false);
     }
-    for (unsigned p = 0; p < 2; ++p)
+    for (unsigned p = 0; p < 2; ++p) {
+        // The cable stays plugged across a reset: keep what the fabric
+        // told us about the physical link.
+        bool link = ports_[p].link_present;
+        uint8_t width = ports_[p].width_active, speed = ports_[p].speed_active;
+        uint16_t mtu = ports_[p].mtu_active;
         ports_[p].power_on(p + 1, node_.node_guid + p + 1);
+        ports_[p].link_present = link;
+        ports_[p].width_active = width, ports_[p].speed_active = speed, ports_[p].mtu_active = mtu;
+        ports_[p].update_phys();
+    }
     db_ = DoorbellStats{};
     db_hi_latch_.clear();
 }

@@ -88,6 +88,22 @@ TEST_F(QpEngine, PortsAttachAndLinkState)
     EXPECT_EQ(mthca_ports(a.d.hca())->num_ports(), 1u);
 }
 
+// The driver resets the HCA at probe, after the fabric attached it: the
+// link must survive the reset and come back with INIT_IB.
+TEST_F(QpEngine, LinkSurvivesDeviceReset)
+{
+    a.d.write_be32(0, kResetOffset, 1);
+    EXPECT_TRUE(a.core().ports()[0].link_present);
+    EXPECT_EQ(a.core().ports()[0].phys, PhysState::Disabled);  // until INIT_IB
+    a.d.rewind();
+    a.d.bring_up(true);
+    std::memset(a.d.in().data(), 0, 0x38);
+    put32(a.d.in(), 0, (4u << 12) | (3u << 8) | (4u << 4));
+    ASSERT_EQ(a.d.cmd(op::kInitIb, a.d.in_box(), 0, 1), Status::Ok);
+    EXPECT_EQ(a.core().ports()[0].phys, PhysState::LinkUp);
+    EXPECT_EQ(a.core().ports()[0].state, PortState::Init);
+}
+
 TEST_F(QpEngine, RcSendMultiPacket)
 {
     connect(QpService::Rc);
