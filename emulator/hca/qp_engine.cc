@@ -30,6 +30,9 @@ using namespace qpe;
 
 bool is_rc_read_or_atomic(uint8_t op) { return is_read_or_atomic(op); }
 
+// How often QPs in ERR are checked for newly posted receives to flush.
+constexpr uint64_t kErrPollNs = 1'000'000;
+
 // Call fn(ptr, n) for the payload bytes [off, off + len) of p.
 template <class F>
 void payload_pieces(const Packet& p, uint32_t off, uint32_t len, F&& fn)
@@ -342,7 +345,11 @@ void Core::qp_state_changed(Qp& q, QpState from)
     }
     if (q.state == QpState::Err && from != QpState::Err) {
         ++err_qps_;
+        next_deadline_ = std::min(next_deadline_, now_ + kErrPollNs);
         qp_flush(q);
+        // An SRQ-attached QP reports that no more WQEs will be consumed.
+        if (q.a.srq)
+            qp_event(ev::kSrqLastWqe, q.qpn);
     }
     if (q.state == QpState::Sqd && from == QpState::Rts) {
         if (q.r.out_head == q.r.out_tail && q.r.drained_event && !q.r.sq_busy) {
@@ -468,7 +475,7 @@ uint64_t Core::poll(uint64_t now_ns)
     now_ = now_ns;
     if (state_ != FwState::HcaUp)
         return UINT64_MAX;
-    if (now_ns < next_deadline_ && !err_qps_)
+    if (now_ns < next_deadline_)
         return next_deadline_;
     uint64_t next = UINT64_MAX;
     unsigned errs = 0;
@@ -498,6 +505,10 @@ uint64_t Core::poll(uint64_t now_ns)
         next = std::min(next, r.deadline);
     }
     err_qps_ = errs;
+    // Receives posted to a QP in ERR arrive without any MMIO (only the
+    // doorbell record changes): look again soon for them to flush.
+    if (errs)
+        next = std::min(next, now_ns + kErrPollNs);
     next_deadline_ = next;
     return next;
 }

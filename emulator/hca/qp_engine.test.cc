@@ -541,9 +541,12 @@ TEST_F(QpEngine, FlushOnErrForPostedReceives)
         EXPECT_EQ(cqes[i].syndrome, cqe::kFlush);
         EXPECT_EQ(cqes[i].wqe, i << qb.rq_shift);
     }
-    // Receives posted later are flushed on the next poll.
+    // Receives posted later (no MMIO at all) are flushed by the timer poll
+    // the model asks for.
+    uint64_t next = b.d.hca().poll(1);
+    EXPECT_LE(next, 1u + 1'000'000);
     b.post_recv(qb, {{rbuf, 64, rk}});
-    b.d.hca().poll(1);
+    b.d.hca().poll(next);
     TCqe c;
     ASSERT_TRUE(b.poll(bcq, &c));
     EXPECT_EQ(c.syndrome, cqe::kFlush);
@@ -894,6 +897,14 @@ TEST_F(QpEngine, SrqReceivesAndLimitEvent)
     for (auto& e : events(b, 1))
         limit |= e[1] == ev::kSrqLimit;
     EXPECT_TRUE(limit);
+    // To ERR: no flush for SRQ WQEs, but the last-WQE-reached event.
+    QpParams p;
+    ASSERT_EQ(b.modify(qb, op::k2Err, QpState::Err, p, 0), Status::Ok);
+    EXPECT_TRUE(b.drain(bcq).empty());
+    bool last = false;
+    for (auto& e : events(b, 1))
+        last |= e[1] == ev::kSrqLastWqe && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qb.qpn;
+    EXPECT_TRUE(last);
 }
 
 TEST_F(QpEngine, SqdDrainsAndRaisesEvent)
