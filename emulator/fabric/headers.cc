@@ -9,9 +9,10 @@ namespace ibemu::fabric {
 PacketView view_packet(const Packet& p)
 {
     PacketView v;
-    std::span<const uint8_t> h(p.hdr.data(), p.hdr_len);
-    v.total_len = p.hdr_len + p.payload_len;
-    if (p.hdr_len < lrh::kSize)
+    size_t hdr_len = std::min<size_t>(p.hdr_len, Packet::kMaxHdr);
+    std::span<const uint8_t> h(p.hdr.data(), hdr_len);
+    v.total_len = unsigned(hdr_len + p.payload_len);
+    if (hdr_len < lrh::kSize)
         return v;
     v.valid = true;
     v.vl = uint8_t(lrh::kVl.get(h));
@@ -28,7 +29,7 @@ PacketView view_packet(const Packet& p)
         // if a sender put it in the payload.
         uint8_t b[bth::kSize];
         std::span<uint8_t> bs(b, sizeof b);
-        if (off + bth::kSize <= p.hdr_len) {
+        if (off + bth::kSize <= hdr_len) {
             std::memcpy(b, p.hdr.data() + off, bth::kSize);
         } else {
             uint8_t flat[lrh::kSize + grh::kSize + bth::kSize];
@@ -46,9 +47,10 @@ PacketView view_packet(const Packet& p)
 
 size_t flatten(const Packet& p, std::span<uint8_t> dst)
 {
-    size_t n = std::min<size_t>(p.hdr_len, dst.size());
+    // Defensive against an inconsistent sender: never past hdr[] or seg[].
+    size_t n = std::min<size_t>({p.hdr_len, Packet::kMaxHdr, dst.size()});
     std::memcpy(dst.data(), p.hdr.data(), n);
-    for (unsigned i = 0; i < p.nseg && n < dst.size(); ++i) {
+    for (unsigned i = 0; i < p.nseg && i < Packet::kMaxSegs && n < dst.size(); ++i) {
         size_t c = std::min<size_t>(p.seg[i].len, dst.size() - n);
         std::memcpy(dst.data() + n, p.seg[i].data, c);
         n += c;

@@ -178,12 +178,18 @@ void Link::Direction::transmit(const Packet& p)
     due += l.cfg_.latency_ns;
     Slot& s = ring[(head + count) % ring.size()];
     s.pkt.hdr = p.hdr;
-    s.pkt.hdr_len = p.hdr_len;
+    s.pkt.hdr_len = std::min<uint16_t>(p.hdr_len, Packet::kMaxHdr);
     s.pkt.vl = p.vl;
-    p.copy_payload(s.payload.get());
-    s.pkt.payload_len = p.payload_len;
-    s.pkt.nseg = p.payload_len ? 1 : 0;
-    s.pkt.seg[0] = PayloadSeg{s.payload.get(), p.payload_len};
+    // Bounded by the slot whatever the segments claim.
+    uint32_t copied = 0;
+    for (unsigned i = 0; i < p.nseg && i < Packet::kMaxSegs; ++i) {
+        uint32_t c = std::min(p.seg[i].len, l.cfg_.slot_payload - copied);
+        std::memcpy(s.payload.get() + copied, p.seg[i].data, c);
+        copied += c;
+    }
+    s.pkt.payload_len = copied;
+    s.pkt.nseg = copied ? 1 : 0;
+    s.pkt.seg[0] = PayloadSeg{s.payload.get(), copied};
     // In order: never due before the packet ahead of it.
     if (count)
         due = std::max(due, ring[(head + count - 1) % ring.size()].due);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "fabric/pcap.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -95,9 +96,9 @@ uint16_t compute_vcrc(std::span<const uint8_t> pkt) { return crc16_vcrc(pkt); }
 
 size_t wire_image(const Packet& p, std::vector<uint8_t>& out)
 {
-    size_t len = p.hdr_len + p.payload_len;
+    size_t len = std::min<size_t>(p.hdr_len, Packet::kMaxHdr) + p.payload_len;
     out.resize(len);
-    flatten(p, out);
+    out.resize(flatten(p, out));
     while (out.size() % 4)
         out.push_back(0);  // pad (BTH PadCnt) the sender did not carry
     uint8_t lnh = p.hdr_len ? uint8_t(p.hdr[1] & 3) : 0;

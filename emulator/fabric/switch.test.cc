@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 
 #include "fabric/fabric.h"
 #include "fabric/test_support.h"
@@ -482,6 +483,79 @@ TEST_F(SwitchTest, PmaPortCountersOverQp1)
     EXPECT_EQ(r.mad()[64 + 7], 18);
     r = gmp(mad::kMethodGet, 0x0012, 9, 0);
     EXPECT_EQ(mad::kStatus.get(r.mad()), mad::kStatusInvalidField);
+}
+
+TEST_F(SwitchTest, HostileSmpsAndPacketsDoNotHurt)
+{
+    // A guest's SM is untrusted: random SMPs with random hop counts,
+    // pointers, paths, directions, attributes and methods, plus malformed
+    // packets, into a chain of two switches. Nothing may crash or loop, and
+    // the fabric still answers afterwards.
+    build("chain:4");
+    std::mt19937 rng(11);
+    const uint16_t attrs[] = {smp::kAttrNodeInfo, smp::kAttrPortInfo, smp::kAttrSwitchInfo, smp::kAttrLft,
+                              smp::kAttrMft, smp::kAttrPkeyTable, smp::kAttrSlToVl, smp::kAttrVlArb,
+                              smp::kAttrGuidInfo, smp::kAttrNodeDesc, smp::kAttrNotice, 0xff00};
+    for (int i = 0; i < 20000; ++i) {
+        Mad m{};
+        for (auto& b : m)
+            b = uint8_t(rng());
+        std::span<uint8_t> s(m);
+        if (rng() % 4) {
+            mad::kBaseVersion.set(s, 1);
+            mad::kClassVersion.set(s, 1);
+            mad::kMgmtClass.set(s, rng() % 2 ? mad::kClassSmpDr : mad::kClassSmpLid);
+            mad::kMethod.set(s, rng() % 2 ? mad::kMethodGet : mad::kMethodSet);
+            mad::kAttrId.set(s, attrs[rng() % std::size(attrs)]);
+            smp::kHopCount.set(s, rng() % 5);
+            smp::kHopPointer.set(s, rng() % 6);
+            for (unsigned h = 1; h < 6; ++h)
+                m[smp::kInitialPathOffset + h] = uint8_t(rng() % 10);
+            if (rng() % 2) {
+                // A plausible path: vm0 -> sw0 [-> sw1 [-> anywhere]].
+                smp::kHopCount.set(s, 1 + rng() % 3);
+                smp::kHopPointer.set(s, 1);
+                smp::kDirection.set(s, 0);
+                mad::kMgmtClass.set(s, mad::kClassSmpDr);
+                smp::kDrSlid.set(s, kPermissiveLid);
+                smp::kDrDlid.set(s, rng() % 8 ? kPermissiveLid : uint16_t(rng() % 64));
+                m[smp::kInitialPathOffset + 1] = 1;
+                m[smp::kInitialPathOffset + 2] = 8;
+            }
+            if (rng() % 2)
+                mad::kAttrMod.set(s, rng() % 16);
+        }
+        uint16_t dlid = rng() % 8 ? kPermissiveLid : uint16_t(rng());
+        sm().send_smp(m, dlid, uint16_t(rng()));
+        if (i % 64 == 0) {
+            // A malformed packet: short header, odd LNH, VL15 to QP 5.
+            Packet p;
+            p.hdr_len = uint16_t(rng() % 40);
+            for (auto& b : p.hdr)
+                b = uint8_t(rng());
+            p.vl = uint8_t(rng() % 16);
+            sm().wire->transmit(p);
+        }
+        fab.run_due();
+    }
+    // The SM may have disabled ports, moved LIDs, ...: re-enable the path
+    // and check the first switch still answers.
+    for (unsigned p = 1; p <= 8; ++p)
+        fab.control("link sw0:" + std::to_string(p) + " up");
+    fab.control("link vm0:1 up");
+    sm().rx.clear();
+    auto r = dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1});
+    if (!r) {
+        // vm0's switch port may be administratively disabled by a random Set.
+        set_port_info({1}, 1, [](std::span<uint8_t> d) { kPiPhys.set(d, uint8_t(PhysState::Polling)); });
+    }
+    uint64_t handled = 0;
+    for (const char* n : {"sw0", "sw1"})
+        for (unsigned p = 0; p <= 8; ++p)
+            handled += fab.find_switch(n)->counters(p).smps_handled;
+    EXPECT_GT(handled, 1000u) << "rcv " << fab.find_switch("sw0")->counters(1).rcv_packets << " dropped "
+                              << fab.find_switch("sw0")->dropped_smps() << " " << fab.control("counters vm0:1");
+    EXPECT_GT(sm().rx.size() + fab.find_switch("sw0")->dropped_smps(), 0u);
 }
 
 TEST_F(SwitchTest, TablesRoundTrip)
