@@ -357,7 +357,8 @@ void Core::qp_state_changed(Qp& q, QpState from)
             qp_event(ev::kSqDrained, q.qpn);
         }
     }
-    if (q.state == QpState::Rts && (from == QpState::Sqd || from == QpState::Sqe) && q.r.sq_pending)
+    // WQEs rung before RTS (or during SQD/SQE) go now.
+    if (q.state == QpState::Rts && from != QpState::Rts && q.r.sq_pending)
         sq_progress(q);
 }
 
@@ -813,7 +814,7 @@ bool Core::rq_scatter(Qp& q, uint32_t wqe_off, uint32_t off, const RxCtx& rx, ui
         skip = 0;
         uint32_t n = std::min(room, total - done);
         const Mpt* m = nullptr;
-        if (mr_check(key, q.a.pd, va, n, kMptLocalWrite, &m) != Tpt::Ok) {
+        if (mr_check(key, pd, va, n, kMptLocalWrite, &m) != Tpt::Ok) {
             *syndrome = cqe::kLocalProt;
             return false;
         }
