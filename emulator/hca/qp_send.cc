@@ -543,6 +543,8 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
     }
     bool write = w.op == wqe::kRdmaWrite || w.op == wqe::kRdmaWriteImm;
     bool imm = w.op == wqe::kSendImm || w.op == wqe::kRdmaWriteImm;
+    uint8_t tmpl[iba::kLrhLen + iba::kGrhLen + iba::kBthLen];
+    size_t tmpl_len = 0;
     for (uint32_t i = 0; i < npkts; ++i) {
         uint32_t psn = (first_psn + i) & iba::kPsnMask;
         if (iba::psn_diff(psn, from_psn) < 0)
@@ -560,7 +562,21 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
                   : last        ? (imm ? kSendLastImm : kSendLast)
                                 : kSendMiddle;
         Packet& p = tx_packet();
-        size_t h = build_headers(p, rt, uint8_t(tr | opc), last && se, pkey, q.a.remote_qpn, rc && last, psn);
+        size_t h;
+        if (!tmpl_len) {
+            h = build_headers(p, rt, uint8_t(tr | opc), last && se, pkey, q.a.remote_qpn, rc && last, psn);
+            tmpl_len = h;
+            std::memcpy(tmpl, p.hdr.data(), h);
+        } else {
+            // Same LRH/GRH/BTH as the previous packet but for opcode, SE,
+            // AckReq and PSN.
+            h = tmpl_len;
+            std::memcpy(p.hdr.data(), tmpl, h);
+            uint8_t* b = p.hdr.data() + h - iba::kBthLen;
+            b[0] = uint8_t(tr | opc);
+            b[1] = uint8_t(last && se ? 0x80 : 0);
+            wbe32(b + 8, (rc && last ? 0x80000000u : 0) | psn);
+        }
         uint8_t* x = p.hdr.data() + h;
         if (write && first) {
             wbe64(x, w.raddr);
