@@ -943,7 +943,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
     if (d > 0) {
         if (!r.nak_sent) {
             r.nak_sent = true;
-            send_ack(port, q, iba::kAethNak | iba::kNakPsnSeq, (r.epsn - 1) & iba::kPsnMask);
+            send_ack(port, q, iba::kAethNak | iba::kNakPsnSeq, r.epsn);  // the PSN expected
         }
         return;
     }
@@ -1349,7 +1349,9 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
                 return;
             uint8_t code = syn & 0x1f;
             if (code == iba::kNakPsnSeq) {
-                rc_retransmit(q);
+                // Waiting out an RNR NAK already: that retry resends anyway.
+                if (!r.rnr_wait)
+                    rc_retransmit(q);
                 return;
             }
             uint8_t s = code == iba::kNakInvalidReq     ? cqe::kRemoteInvalReq
