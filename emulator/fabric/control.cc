@@ -5,7 +5,7 @@
 // <node>:<port>, node being a name, an id ("S-..."/"H-...") or a GUID.
 //
 //   help
-//   show links | nodes
+//   show links | nodes | switch <node>
 //   link <node>:<port> up|down
 //   drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]
 //        (packets leaving that port; deterministic for a seed)
@@ -29,7 +29,7 @@ constexpr size_t kMaxWords = 64;
 
 const char* const kHelp =
     "ok commands:\n"
-    "  show links | show nodes\n"
+    "  show links | show nodes | show switch <node>\n"
     "  link <node>:<port> up|down\n"
     "  drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]\n"
     "  mtu <node>:<port> 256|512|1024|2048|4096\n"
@@ -105,6 +105,37 @@ std::string Fabric::show_nodes() const
     return o.str();
 }
 
+std::string Fabric::show_switch(const Switch& sw) const
+{
+    std::ostringstream o;
+    char line[256];
+    std::snprintf(line, sizeof line, "ok %s guid 0x%016llx lid %u sm_lid %u port_state_change %u smps_dropped %llu",
+                  sw.name().c_str(), (unsigned long long)sw.config().node_guid, sw.lid(), sw.sm_lid(),
+                  unsigned(sw.port_state_change()), (unsigned long long)sw.dropped_smps());
+    o << line;
+    for (unsigned p = 0; p <= sw.num_ports(); ++p) {
+        const SwitchPortCounters& c = sw.counters(p);
+        std::snprintf(line, sizeof line,
+                      "\nport %u %s %s rx %llu tx %llu rcv_err %llu relay_err %llu xmit_disc %llu smps %llu traps %llu",
+                      p, port_state_name(sw.port_state(p)), phys_state_name(sw.phys_state(p)),
+                      (unsigned long long)c.rcv_packets, (unsigned long long)c.xmit_packets,
+                      (unsigned long long)c.rcv_discards, (unsigned long long)c.relay_errors,
+                      (unsigned long long)c.xmit_discards, (unsigned long long)c.smps_handled,
+                      (unsigned long long)c.traps_sent);
+        o << line;
+    }
+    unsigned routes = 0;
+    o << "\nlft";
+    for (unsigned lid = 1; lid < sw.config().lft_cap && routes < 256; ++lid) {
+        uint8_t port = sw.lft(uint16_t(lid));
+        if (port != 0xff) {
+            o << ' ' << lid << ':' << unsigned(port);
+            ++routes;
+        }
+    }
+    return o.str();
+}
+
 std::string Fabric::control(std::string_view line)
 {
     if (line.size() > kMaxLine)
@@ -163,7 +194,13 @@ std::string Fabric::control(std::string_view line)
             return show_links();
         if (w.size() == 2 && w[1] == "nodes")
             return show_nodes();
-        return error("usage: show links|nodes");
+        if (w.size() == 3 && w[1] == "switch") {
+            Switch* sw = find_switch(w[2]);
+            if (!sw)
+                return error("no switch '" + std::string(w[2].substr(0, 64)) + "'");
+            return show_switch(*sw);
+        }
+        return error("usage: show links|nodes|switch <node>");
     }
     if (cmd == "link") {
         if (w.size() != 3 || (w[2] != "up" && w[2] != "down"))

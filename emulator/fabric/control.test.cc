@@ -171,6 +171,22 @@ TEST_F(ControlTest, GarbageGetsErrorsNotCrashes)
     EXPECT_TRUE(ok(fab.control("link vm0:1 up")));
 }
 
+TEST(Control, ShowSwitch)
+{
+    VirtualClock clock;
+    Fabric fab(clock);
+    std::string err;
+    ASSERT_TRUE(fab.build_spec("star:2", &err)) << err;
+    TestPort a;
+    a.wire = &fab.hca_port("vm0", 0, 1)->attach(&a);
+    auto r = fab.control("show switch sw0");
+    EXPECT_EQ(r.rfind("ok sw0 guid 0x", 0), 0u) << r;
+    EXPECT_NE(r.find("\nport 1 INIT LINKUP"), std::string::npos) << r;
+    EXPECT_NE(r.find("\nport 2 DOWN POLLING"), std::string::npos) << r;
+    EXPECT_NE(r.find("\nlft"), std::string::npos) << r;
+    EXPECT_EQ(fab.control("show switch vm0").rfind("error: no switch", 0), 0u);
+}
+
 TEST(Control, NoFabricYet)
 {
     VirtualClock clock;

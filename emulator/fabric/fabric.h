@@ -121,6 +121,7 @@ private:
     std::string node_label(unsigned node) const;
     std::string show_links() const;
     std::string show_nodes() const;
+    std::string show_switch(const Switch& sw) const;
 
     Scheduler sched_;
     FabricOptions opts_;
