@@ -369,6 +369,30 @@ TEST_F(QpEngine, RcRnrThenRecovery)
     EXPECT_FALSE(c.error);
 }
 
+TEST_F(QpEngine, RcRnrWithSeveralMessagesInFlight)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 3000, 17);
+    Node::SendWr wr;
+    for (uint32_t i = 0; i < 3; ++i) {
+        wr.sges = {{sbuf + i * 1000, 1000, sk}};
+        a.post_send(qa, wr);
+    }
+    link.pump();  // RNR NAK for the first, PSN sequence NAK for the next
+    for (uint32_t i = 0; i < 3; ++i)
+        b.post_recv(qb, {{rbuf + i * 1024, 1024, rk}});
+    pump_time(100'000, 10'000);
+    auto rc = b.drain(bcq);
+    ASSERT_EQ(rc.size(), 3u);
+    for (uint32_t i = 0; i < 3; ++i) {
+        EXPECT_FALSE(rc[i].error);
+        EXPECT_EQ(std::memcmp(b.mem().at(rbuf + i * 1024), a.mem().at(sbuf + i * 1000), 1000), 0);
+    }
+    EXPECT_EQ(a.drain(acq).size(), 3u);
+}
+
 TEST_F(QpEngine, RcRnrRetryExceeded)
 {
     QpParams p;
