@@ -834,6 +834,67 @@ TEST_F(QpEngine, SmpThroughQp0MlxTransport)
     EXPECT_FALSE(c.error);
 }
 
+// A GMP from QP1 to QP1 (what ib_mad does for SA queries): MLX send on
+// VL0, Q_Key 0x80010000 checked at the receiver, P_Key index reported.
+TEST_F(QpEngine, GmpThroughQp1)
+{
+    uint32_t qp1a = a.d.sqp_start + 2, qp1b = b.d.sqp_start + 2;
+    TQp ga = a.make_qp(QpService::Mlx, acq, acq, 16, 16, 4, qp1a);
+    TQp gb = b.make_qp(QpService::Mlx, bcq, bcq, 16, 16, 4, qp1b);
+    QpParams p;
+    p.qkey = iba::kQp1Qkey;
+    a.to_rts(ga, p);
+    b.to_rts(gb, p);
+    EXPECT_EQ(b.core().find_qp(qp1b)->special, SpecialQp::Gsi);
+    uint64_t hbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t hk = a.reg(hbuf, 4096), rk = b.reg(rbuf, 4096);
+    auto send = [&](uint32_t qkey) {
+        uint8_t* h = a.mem().at(hbuf);
+        auto hs = std::span<uint8_t>(h, 28);
+        std::memset(h, 0, 28);
+        h[0] = 0x00;  // VL0
+        h[1] = 0x02;
+        put16(hs, 2, 2);
+        put16(hs, 4, uint16_t((28 + 256 + 4) / 4));
+        put16(hs, 6, 1);
+        h[8] = 0x64;
+        put16(hs, 10, 0xffff);
+        put32(hs, 12, 1);  // destination QP1
+        put32(hs, 20, qkey);
+        put32(hs, 24, 1);
+        std::memset(a.mem().at(hbuf + 64), 0x3c, 256);
+        uint32_t idx = ga.sq_head & (ga.sq_n - 1);
+        uint32_t off = ga.sq_off + (idx << ga.sq_shift);
+        auto ws = std::span<uint8_t>(a.mem().at(ga.buf + off), 1u << ga.sq_shift);
+        std::memset(ws.data() + 4, 0, 60);
+        put32(ws, 8, wqe::kFlagCqUpdate);
+        put16(ws, 12, 2);
+        put32(ws, 16, 28), put32(ws, 20, hk), put64(ws, 24, hbuf);
+        put32(ws, 32, 256), put32(ws, 36, hk), put64(ws, 40, hbuf + 64);
+        put32(ws, 48, 0x80000004u);
+        auto prev = std::span<uint8_t>(a.mem().at(ga.buf + ga.prev_sq), 8);
+        put32(prev, 0, off | wqe::kSend);
+        put32(prev, 4, wqe::kDbd | 4);
+        ga.prev_sq = off;
+        a.ring_send(ga, ga.sq_head, 1, wqe::kSend, 4);
+        link.pump();
+    };
+    b.post_recv(gb, {{rbuf, 256 + 40, rk}});
+    send(0x12345678);  // not the GSI Q_Key: dropped and counted
+    TCqe c;
+    EXPECT_FALSE(b.poll(bcq, &c));
+    EXPECT_EQ(b.core().ports()[0].qkey_violations, 1);
+    send(iba::kQp1Qkey);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.qpn, qp1b);
+    EXPECT_EQ(c.rqpn, 1u);
+    EXPECT_EQ(c.rlid, 1);
+    EXPECT_EQ(c.byte_cnt, 296u);
+    EXPECT_EQ(c.imm >> 16, 0u);  // P_Key index of 0xffff
+    EXPECT_EQ(b.mem().at(rbuf + 40)[0], 0x3c);
+    EXPECT_EQ(a.drain(acq).size(), 2u);
+}
+
 TEST_F(QpEngine, CqArmRaisesCompletionEventsOnce)
 {
     connect(QpService::Rc);
