@@ -720,7 +720,10 @@ uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
     p.part_enforce = uint8_t(kPartEnforce.get(d));
     if (next != p.state) {
         set_state(n, next);
-        if (n != 0)
+        // PortStateChange reports link events (to or from DOWN/INIT), not
+        // the SM's own ARMED/ACTIVE steps (IBA 14.2.5.4); a Set to DOWN
+        // retrains the link, which is one.
+        if (n != 0 && req == PortState::Down)
             psc_ = true;
     }
     if (n != 0 && phys == uint8_t(PhysState::Disabled) && !p.disabled) {

@@ -229,12 +229,18 @@ TEST_F(SwitchTest, PortStateMachineFollowsSetPortInfo)
     EXPECT_EQ(set(2, PortState::Armed), 0);
     EXPECT_EQ(set(2, PortState::Active), 0);
     EXPECT_EQ(sw->port_state(2), PortState::Active);
+    // The SM's own steps do not count as port state changes.
+    auto si = dr(mad::kMethodGet, smp::kAttrSwitchInfo, 0, {1});
+    kSiPsc.set(test::smp_data(*si), 1);
+    ASSERT_TRUE(dr(mad::kMethodSet, smp::kAttrSwitchInfo, 0, {1}, &*si));
+    EXPECT_FALSE(sw->port_state_change());
     // The response carries the new state.
     auto r = dr(mad::kMethodGet, smp::kAttrPortInfo, 2, {1});
     EXPECT_EQ(kPiState.get(test::smp_data(*r)), uint64_t(PortState::Active));
     // DOWN: the link retrains, the port is back in INIT.
     EXPECT_EQ(set(2, PortState::Down), 0);
     EXPECT_EQ(sw->port_state(2), PortState::Init);
+    EXPECT_TRUE(sw->port_state_change());
     // A port without a link cannot be armed.
     EXPECT_EQ(set(3, PortState::Armed), mad::kStatusInvalidField);
     // Port 0 has its own state.
