@@ -97,6 +97,7 @@ constexpr Field kVlStallCount{42, 1, 5, 3};
 constexpr Field kHoqLife{42, 1, 0, 5};
 constexpr Field kOperationalVls{43, 1, 4, 4};
 constexpr Field kPartEnforce{43, 1, 0, 4};
+constexpr Field kMkeyViolations{44, 2, 0, 16};
 constexpr Field kGuidCap{50, 1, 0, 8};
 constexpr Field kSubnetTimeout{51, 1, 0, 5};
 constexpr Field kRespTime{52, 1, 0, 5};
@@ -528,6 +529,18 @@ void Switch::sma_process(unsigned in, std::span<const uint8_t> hdr, std::span<ui
     uint16_t attr = uint16_t(mad::kAttrId.get(mad));
     uint32_t mod = uint32_t(mad::kAttrMod.get(mad));
     std::span<uint8_t> data = mad.subspan(smp::kDataOffset, smp::kDataSize);
+    // M_Key check (IBA 14.2.4.1, C14-17 .. C14-20): a zero M_Key or a
+    // matching one passes. Otherwise a Set never does, nor a Get when
+    // MKeyProtectBits >= 2; such an SMP is dropped without a response and
+    // counted in MKeyViolations. Protect 1 lets a Get through with the
+    // M_Key read as zero. (No lease timer, no trap 256.)
+    bool key_ok = mkey_ == 0 || smp::kMkey.get(mad) == mkey_;
+    if (!key_ok && (method == mad::kMethodSet || mkey_protect_ >= 2)) {
+        if (mkey_violations_ != 0xffff)
+            ++mkey_violations_;
+        ++dropped_smps_;
+        return;
+    }
     uint16_t status = 0;
     if (mad::kBaseVersion.get(mad) != 1 || mad::kClassVersion.get(mad) != 1) {
         status = mad::kStatusBadVersion;  // IBA 13.4.7
@@ -542,6 +555,8 @@ void Switch::sma_process(unsigned in, std::span<const uint8_t> hdr, std::span<ui
         status = mad::kStatusUnsupMethod;
     }
 
+    if (!key_ok && attr == smp::kAttrPortInfo)
+        put_be64(data, 0, 0);  // protect 1: the M_Key reads as zero
     mad::kMethod.set(mad, mad::kMethodGetResp);
     if (dr) {
         smp::kDrStatus.set(mad, status);
@@ -642,6 +657,7 @@ void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
         {kHoqLife, p.hoq_life},
         {kOperationalVls, p.operational_vls},
         {kPartEnforce, p.part_enforce},
+        {kMkeyViolations, mkey_violations_},
         {kGuidCap, n == 0 ? 1u : 0u},
         {kSubnetTimeout, subnet_timeout_},
         {kRespTime, 8},
@@ -857,7 +873,10 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
     case smp::kAttrSwitchInfo: {
         using namespace switchinfo;
         uint16_t top = uint16_t(kLftTop.get(d));
-        if (top >= cfg_.lft_cap)
+        uint16_t mtop = uint16_t(kMftTop.get(d));
+        // Validate before changing anything.
+        if (top >= cfg_.lft_cap ||
+            (mtop && (mtop < kMulticastLidBase || mtop - kMulticastLidBase >= cfg_.mft_cap)))
             return mad::kStatusInvalidField;
         lft_top_ = top;
         default_port_ = uint8_t(kDefaultPort.get(d));
@@ -867,9 +886,6 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
         // PortStateChange is cleared by writing 1 (14.2.5.4).
         if (kPortStateChange.get(d))
             psc_ = false;
-        uint16_t mtop = uint16_t(kMftTop.get(d));
-        if (mtop && (mtop < kMulticastLidBase || mtop - kMulticastLidBase >= cfg_.mft_cap))
-            return mad::kStatusInvalidField;
         mft_top_ = mtop;
         return 0;
     }

@@ -100,6 +100,7 @@ public:
     uint8_t lft(uint16_t lid) const { return lid < lft_.size() ? lft_[lid] : 0xff; }
     const SwitchPortCounters& counters(unsigned n) const;
     uint64_t dropped_smps() const { return dropped_smps_; }
+    uint16_t mkey_violations() const { return mkey_violations_; }
 
 private:
     struct Port;
@@ -142,6 +143,7 @@ private:
     uint8_t mkey_protect_ = 0;
     uint64_t gid_prefix_ = 0xfe80000000000000ull;
     uint8_t subnet_timeout_ = 0;
+    uint16_t mkey_violations_ = 0;
     // SwitchInfo.
     uint16_t lft_top_ = 0;
     uint16_t mft_top_ = 0;

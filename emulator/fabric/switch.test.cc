@@ -564,6 +564,34 @@ TEST_F(SwitchTest, HostileSmpsAndPacketsDoNotHurt)
     EXPECT_GT(sm().rx.size() + fab.find_switch("sw0")->dropped_smps(), 0u);
 }
 
+TEST_F(SwitchTest, MkeyProtectsTheSma)
+{
+    build("star:2");
+    static constexpr Field kPiMkey{0, 8, 0, 64};
+    static constexpr Field kPiProtect{34, 1, 6, 2};
+    auto r = set_port_info({1}, 0, [](std::span<uint8_t> d) {
+        kPiMkey.set(d, 0x1234);
+        kPiProtect.set(d, 1);
+    });
+    ASSERT_TRUE(r);
+    Switch* sw = fab.find_switch("sw0");
+    // Get without the key: answered, M_Key hidden.
+    r = dr(mad::kMethodGet, smp::kAttrPortInfo, 0, {1});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(be64(test::smp_data(*r), 0), 0u);
+    // Set without the key: silently dropped and counted.
+    Mad lft{};
+    EXPECT_FALSE(dr(mad::kMethodSet, smp::kAttrLft, 0, {1}, &lft));
+    EXPECT_EQ(sw->mkey_violations(), 1);
+    // With the key: works, and shows the key.
+    Mad m = test::dr_smp(mad::kMethodGet, smp::kAttrPortInfo, 0, {1});
+    smp::kMkey.set(m, 0x1234);
+    r = request(m);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(be64(test::smp_data(*r), 0), 0x1234u);
+    EXPECT_EQ(be16(test::smp_data(*r), 44), 1);  // MKeyViolations
+}
+
 TEST_F(SwitchTest, TablesRoundTrip)
 {
     build("star:2");
