@@ -54,6 +54,10 @@ void payload_pieces(const Packet& p, uint32_t off, uint32_t len, F&& fn)
 // path libc takes for a few KiB, whose start-up cost we would pay per packet.
 void copy_payload_bytes(uint8_t* d, const uint8_t* s, uint32_t len)
 {
+    while (len >= 256) {
+        __builtin_memcpy(d, s, 256);
+        d += 256, s += 256, len -= 256;
+    }
     while (len >= 64) {
         __builtin_memcpy(d, s, 64);
         d += 64, s += 64, len -= 64;
