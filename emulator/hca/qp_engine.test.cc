@@ -104,6 +104,54 @@ TEST_F(QpEngine, LinkSurvivesDeviceReset)
     EXPECT_EQ(a.core().ports()[0].state, PortState::Init);
 }
 
+// A two-port HCA with a cable from port 1 to port 2: RC between a QP on
+// each port of the same adapter.
+TEST(QpEngineTwoPorts, RcAcrossOwnPorts)
+{
+    TestLink cable;
+    Node n{7, 96u << 20, 2};
+    n.up(1, &cable.a, &cable.ep[0]);
+    std::memset(n.d.in().data(), 0, 0x38);
+    put32(n.d.in(), 0, (4u << 12) | (3u << 8) | (4u << 4));
+    ASSERT_EQ(n.d.cmd(op::kInitIb, n.d.in_box(), 0, 2), Status::Ok);
+    MthcaPorts* ports = mthca_ports(n.d.hca());
+    ASSERT_EQ(ports->num_ports(), 2u);
+    ports->attach(2, &cable.b);
+    cable.ep[1] = &ports->endpoint(2);
+    cable.ep[0]->link_changed(true, LinkParams{});
+    cable.ep[1]->link_changed(true, LinkParams{});
+    n.core().set_port_lid(1, 5);
+    n.core().set_port_lid(2, 6);
+    n.core().set_port_state(1, PortState::Active);
+    n.core().set_port_state(2, PortState::Active);
+    TCq cq = n.make_cq(64);
+    TQp q1 = n.make_qp(QpService::Rc, cq, cq, 16, 16);
+    TQp q2 = n.make_qp(QpService::Rc, cq, cq, 16, 16);
+    q2.port = 2;
+    QpParams p1, p2;
+    p1.port = 1, p1.dlid = 6, p1.remote_qpn = q2.qpn;
+    p2.port = 2, p2.dlid = 5, p2.remote_qpn = q1.qpn;
+    n.to_rts(q1, p1);
+    n.to_rts(q2, p2);
+    EXPECT_EQ(n.core().find_qp(q2.qpn)->port, 2);
+    uint64_t sbuf = n.alloc(4096), rbuf = n.alloc(4096);
+    uint32_t sk = n.reg(sbuf, 4096), rk = n.reg(rbuf, 4096);
+    std::memset(n.mem().at(sbuf), 0xab, 3000);
+    n.post_recv(q2, {{rbuf, 4096, rk}});
+    cable.capture = true;
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 3000, sk}};
+    n.post_send(q1, wr);
+    cable.pump();
+    auto cqes = n.drain(cq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(std::memcmp(n.mem().at(rbuf), n.mem().at(sbuf), 3000), 0);
+    ASSERT_GE(cable.captured.size(), 3u);
+    EXPECT_EQ(cable.captured[0].from, 0);  // data left on port 1
+    EXPECT_EQ(cable.captured.back().from, 1);  // the ACK came back from port 2
+    EXPECT_EQ(n.core().ports()[1].xmit_pkts, 1u);
+}
+
 TEST_F(QpEngine, RcSendMultiPacket)
 {
     connect(QpService::Rc);

@@ -193,7 +193,10 @@ inline constexpr uint32_t kAccAll = kAccLocalWrite | kAccRemoteRead | kAccRemote
 
 class Node {
 public:
-    explicit Node(uint64_t guid_tag = 0, size_t ram = 96u << 20) : d(ram), tag_(guid_tag) {}
+    explicit Node(uint64_t guid_tag = 0, size_t ram = 96u << 20, unsigned ports = 1)
+        : d(ram, ports), tag_(guid_tag)
+    {
+    }
 
     DriverSim d;
 
