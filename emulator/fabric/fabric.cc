@@ -113,6 +113,14 @@ bool Fabric::build_file(const std::string& path, std::string* error)
     return load_topology_file(path, &t, error) && build(t, error);
 }
 
+bool Fabric::build_from(std::string_view arg, std::string* error)
+{
+    std::string_view kind = arg.substr(0, arg.find(':'));
+    if (kind == "b2b" || kind == "star" || kind == "chain")
+        return build_spec(arg, error);
+    return build_file(std::string(arg), error);
+}
+
 HcaPort* Fabric::hca_port(std::string_view name, uint64_t guid, unsigned port)
 {
     for (auto& hp : hca_ports_)

@@ -7,7 +7,7 @@
 //
 //   fabric::MonotonicClock clock;
 //   fabric::Fabric fab(clock);
-//   fab.build(topology, &err);                 // or build_spec("star:3", &err)
+//   fab.build_from(option, &err);              // "star:3", "b2b", or an ibnetdiscover file
 //   ...
 //   // When guest "vm0" (node GUID g) connects and its HCA port 1 exists:
 //   fabric::HcaPort* hp = fab.hca_port("vm0", g, 1);  // nullptr: not in the topology
@@ -88,6 +88,9 @@ public:
     bool build(const Topology& t, std::string* error);
     bool build_spec(std::string_view builtin_spec, std::string* error);
     bool build_file(const std::string& path, std::string* error);
+    // What a --topology option gives: a built-in shorthand (b2b..., star:...,
+    // chain:...) or else the path of an ibnetdiscover file.
+    bool build_from(std::string_view arg, std::string* error);
 
     const Topology& topology() const { return topo_; }
     Scheduler& scheduler() { return sched_; }

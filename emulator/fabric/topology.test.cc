@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <random>
 
 #include "fabric/fabric.h"
@@ -238,6 +242,26 @@ TEST(Topology, MutatedInputNeverCrashes)
         }
     }
     EXPECT_GT(ok, 0u);
+}
+
+TEST(Topology, BuildFromOptionTakesShorthandOrFile)
+{
+    std::string path = "/tmp/ibemu-fabric-topo-" + std::to_string(::getpid()) + ".txt";
+    {
+        std::ofstream f(path);
+        f << kThreeHcas;
+    }
+    VirtualClock c1, c2, c3;
+    Fabric f1(c1), f2(c2), f3(c3);
+    std::string err;
+    EXPECT_TRUE(f1.build_from("star:2", &err)) << err;
+    EXPECT_EQ(f1.hca_ports().size(), 2u);
+    EXPECT_TRUE(f2.build_from(path, &err)) << err;
+    EXPECT_EQ(f2.hca_ports().size(), 3u);
+    EXPECT_FALSE(f2.build_from("b2b", &err));  // once only
+    EXPECT_FALSE(f3.build_from("/nonexistent", &err));
+    EXPECT_NE(err.find("cannot open"), std::string::npos);
+    std::remove(path.c_str());
 }
 
 TEST(Topology, BuiltinShorthands)
