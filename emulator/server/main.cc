@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// ibemu --socket PATH [--node NAME=GUID ...] [--log FILE] [--log-level info|debug]
+// ibemu --socket PATH [--node NAME=GUID ...] [--fabric TOPOLOGY] [--control PATH]
+//       [--log FILE] [--log-level info|debug]
 //
-// Serves ibemu-hca shims on a unix socket. Prints "ibemu: ready PATH" on
+// Serves ibemu-hca shims on a unix socket, their HCA ports cabled into the
+// fabric the topology describes. Prints "ibemu: ready PATH" on
 // stdout once it listens; exits cleanly on SIGTERM or SIGINT.
 #include <signal.h>
 #include <unistd.h>
@@ -29,10 +31,15 @@ int usage(const char* why)
     if (why)
         fprintf(stderr, "ibemu: %s\n", why);
     fprintf(stderr,
-            "usage: ibemu --socket PATH [--node NAME=GUID ...] [--log FILE] [--log-level info|debug]\n"
+            "usage: ibemu --socket PATH [--node NAME=GUID ...] [--fabric TOPOLOGY] [--control PATH]\n"
+            "             [--log FILE] [--log-level info|debug]\n"
             "  --socket PATH      unix socket the QEMU ibemu-hca devices connect to\n"
             "  --node NAME=GUID   node GUID (16 hex digits) for the device with node=NAME;\n"
             "                     others get one derived from their name (Mellanox OUI)\n"
+            "  --fabric TOPOLOGY  cable HCA ports into this fabric: an ibnetdiscover-format\n"
+            "                     file, or a built-in spec such as b2b or star:3; HCAs are\n"
+            "                     matched by node name (first word of their description)\n"
+            "  --control PATH     unix socket for fabric control commands (see ibemu-ctl)\n"
             "  --log FILE         append log lines to FILE instead of stderr\n"
             "  --log-level LEVEL  info (default) or debug\n");
     return 2;
@@ -69,6 +76,16 @@ int main(int argc, char** argv)
             if (!ibemu::parse_node_guid(v, &name, &guid))
                 return usage((std::string("bad --node ") + v + " (want NAME=0123456789abcdef)").c_str());
             opts.node_guids[name] = guid;
+        } else if (a == "--fabric") {
+            const char* v = value("--fabric");
+            if (!v)
+                return usage(nullptr);
+            opts.fabric = v;
+        } else if (a == "--control") {
+            const char* v = value("--control");
+            if (!v)
+                return usage(nullptr);
+            opts.control_path = v;
         } else if (a == "--log") {
             log_path = value("--log");
             if (!log_path)

@@ -15,6 +15,7 @@
 #include <exception>
 
 #include "common/log.h"
+#include "fabric/fabric.h"
 #include "hca/mthca.h"
 #include "hca/pci_function.h"
 #include "server/guest_memory.h"
@@ -100,6 +101,7 @@ public:
     Connection(Server& srv, int fd, unsigned id) : srv_(srv), fd_(fd), who_("conn" + std::to_string(id)) {}
     ~Connection() override
     {
+        detach_fabric();
         fn_.reset();  // the model may reference mem_ and *this
         mem_.reset();
         if (memfd_ >= 0)
@@ -427,6 +429,7 @@ private:
         }
         auto w = shim::make_welcome(h.hdr.tag, fn_->identity());
         queue(&w, sizeof(w));
+        attach_fabric();
         IBEMU_INFO(name(), "connected: guid %016llx, %u RAM region(s), %llu MiB of guest RAM",
                    (unsigned long long)guid, h.nregions, (unsigned long long)(mem_->memfd_size() >> 20));
         for (uint32_t i = 0; i < h.nregions; ++i)
@@ -435,6 +438,37 @@ private:
                         (unsigned long long)h.regions[i].offset);
     }
 
+    // Cable each HCA port into the fabric, where the topology has it.
+    void attach_fabric()
+    {
+        fabric::Fabric* fab = srv_.fabric_.get();
+        MthcaPorts* ports = fn_ ? mthca_ports(*fn_) : nullptr;
+        if (!fab || !ports)
+            return;
+        for (unsigned p = 1; p <= ports->num_ports(); ++p) {
+            fabric::HcaPort* hp = fab->hca_port(node_, guid_, p);
+            if (!hp) {
+                IBEMU_INFO(name(), "port %u is not in the topology: left unconnected", p);
+                continue;
+            }
+            ports->attach(p, &hp->wire());
+            hp->attach(&ports->endpoint(p));
+            cabled_.push_back({p, hp});
+        }
+    }
+
+    void detach_fabric()
+    {
+        MthcaPorts* ports = fn_ ? mthca_ports(*fn_) : nullptr;
+        for (auto& [p, hp] : cabled_) {
+            hp->detach();  // the peer sees its link go down
+            if (ports)
+                ports->attach(p, nullptr);
+        }
+        cabled_.clear();
+    }
+
+public:
     void poll_model(uint64_t now)
     {
         if (!fn_ || dead_)
@@ -449,6 +483,7 @@ private:
         flush();
     }
 
+private:
     void queue(const void* p, size_t len)
     {
         if (dead_)
@@ -477,6 +512,7 @@ private:
     size_t tx_off_ = 0;
     std::unique_ptr<MemfdGuestMemory> mem_;
     std::unique_ptr<PciFunction> fn_;
+    std::vector<std::pair<unsigned, fabric::HcaPort*>> cabled_;  // port -> attachment
 };
 
 // ---------------------------------------------------------------------------
@@ -494,6 +530,10 @@ Server::~Server()
         close(wake_rd_);
     if (wake_wr_ >= 0)
         close(wake_wr_);
+    if (ctl_fd_ >= 0)
+        close(ctl_fd_);
+    if (ctl_listening_)
+        unlink(opts_.control_path.c_str());
 }
 
 uint64_t Server::guid_for(const std::string& node) const
@@ -516,57 +556,142 @@ bool Server::guid_in_use(uint64_t guid, const Connection* except) const
     });
 }
 
-bool Server::listen(std::string* error)
+namespace {
+
+// A non-blocking listening unix socket at `path`. A stale socket file (no
+// server answers on it) is replaced; a live one is not. *bound tells the
+// caller that it now owns the path and must unlink it.
+int open_listener(const std::string& path, bool* bound, std::string* error)
 {
-    auto fail = [&](const std::string& what) {
-        if (error)
-            *error = what + ": " + strerror(errno);
-        return false;
-    };
+    *bound = false;
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
-    if (opts_.socket_path.empty() || opts_.socket_path.size() >= sizeof(sa.sun_path)) {
-        if (error)
-            *error = "socket path is empty or longer than " + std::to_string(sizeof(sa.sun_path) - 1) + " bytes";
-        return false;
+    if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
+        *error = "socket path is empty or longer than " + std::to_string(sizeof(sa.sun_path) - 1) + " bytes";
+        return -1;
     }
-    std::memcpy(sa.sun_path, opts_.socket_path.c_str(), opts_.socket_path.size() + 1);
-
-    int p[2];
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-        return fail("pipe");
-    wake_rd_ = p[0];
-    wake_wr_ = p[1];
-
-    listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (listen_fd_ < 0)
-        return fail("socket");
+    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        *error = std::string("socket: ") + strerror(errno);
+        return -1;
+    }
+    auto fail = [&](const std::string& what) {
+        *error = what;
+        close(fd);
+        return -1;
+    };
     struct stat st;
-    if (lstat(opts_.socket_path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            if (error)
-                *error = opts_.socket_path + " exists and is not a socket";
-            return false;
-        }
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return fail(path + " exists and is not a socket");
         // a live server answers; only a dead one's socket is stale
         int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         bool live = probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
         if (probe >= 0)
             close(probe);
-        if (live) {
+        if (live)
+            return fail("another server is listening on " + path);
+        unlink(path.c_str());
+    }
+    if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0)
+        return fail("bind " + path + ": " + strerror(errno));
+    *bound = true;
+    if (::listen(fd, 64) < 0)
+        return fail(std::string("listen: ") + strerror(errno));
+    return fd;
+}
+
+}  // namespace
+
+bool Server::listen(std::string* error)
+{
+    std::string err;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+        if (error)
+            *error = std::string("pipe: ") + strerror(errno);
+        return false;
+    }
+    wake_rd_ = p[0];
+    wake_wr_ = p[1];
+    if (!setup_fabric(&err)) {
+        if (error)
+            *error = err;
+        return false;
+    }
+    listen_fd_ = open_listener(opts_.socket_path, &listening_, &err);
+    if (listen_fd_ < 0) {
+        if (error)
+            *error = err;
+        return false;
+    }
+    IBEMU_INFO(kWho, "listening on %s", opts_.socket_path.c_str());
+    if (!opts_.control_path.empty()) {
+        ctl_fd_ = open_listener(opts_.control_path, &ctl_listening_, &err);
+        if (ctl_fd_ < 0) {
             if (error)
-                *error = "another server is listening on " + opts_.socket_path;
+                *error = "control socket: " + err;
             return false;
         }
-        unlink(opts_.socket_path.c_str());
+        IBEMU_INFO(kWho, "fabric control on %s", opts_.control_path.c_str());
     }
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0)
-        return fail("bind " + opts_.socket_path);
-    listening_ = true;
-    if (::listen(listen_fd_, 64) < 0)
-        return fail("listen");
-    IBEMU_INFO(kWho, "listening on %s", opts_.socket_path.c_str());
     return true;
+}
+
+bool Server::setup_fabric(std::string* error)
+{
+    if (opts_.fabric.empty())
+        return true;
+    clock_ = std::make_unique<fabric::MonotonicClock>();
+    fabric_ = std::make_unique<fabric::Fabric>(*clock_);
+    struct stat st;
+    bool ok = stat(opts_.fabric.c_str(), &st) == 0 ? fabric_->build_file(opts_.fabric, error)
+                                                   : fabric_->build_spec(opts_.fabric, error);
+    if (!ok) {
+        *error = "fabric " + opts_.fabric + ": " + *error;
+        fabric_.reset();
+        return false;
+    }
+    IBEMU_INFO(kWho, "fabric: %s", opts_.fabric.c_str());
+    return true;
+}
+
+// One control client: a command line in (at most 4 KiB, within a second),
+// the fabric's reply out, then close. The control socket is a test and
+// operator tool, so a slow client may stall the loop for that second.
+void Server::serve_control()
+{
+    for (;;) {
+        int fd = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        timeval tv{1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        std::string line;
+        char buf[512];
+        while (line.size() < 4096 && line.find('\n') == std::string::npos) {
+            ssize_t n = read(fd, buf, sizeof(buf));
+            if (n <= 0)
+                break;
+            line.append(buf, size_t(n));
+        }
+        line = line.substr(0, line.find('\n'));
+        std::string reply = fabric_ ? fabric_->control(line) : "error: the emulator runs without a fabric";
+        if (reply.empty() || reply.back() != '\n')
+            reply += '\n';
+        for (size_t off = 0; off < reply.size();) {
+            ssize_t n = send(fd, reply.data() + off, reply.size() - off, MSG_NOSIGNAL);
+            if (n <= 0)
+                break;
+            off += size_t(n);
+        }
+        close(fd);
+    }
 }
 
 void Server::stop()
@@ -609,7 +734,8 @@ int Server::run()
         pfds.clear();
         pfds.push_back({wake_rd_, POLLIN, 0});
         pfds.push_back({listen_fd_, POLLIN, 0});
-        uint64_t next = UINT64_MAX;
+        pfds.push_back({ctl_fd_, POLLIN, 0});  // fd -1: ignored by poll()
+        uint64_t next = fabric_ ? fabric_->next_deadline() : UINT64_MAX;
         for (auto& c : conns_) {
             pfds.push_back({c->fd(), short(POLLIN | (c->wants_write() ? POLLOUT : 0)), 0});
             next = std::min(next, c->deadline());
@@ -633,21 +759,31 @@ int Server::run()
             IBEMU_INFO(kWho, "stopping");
             return 0;
         }
-        // pfds[2 + i] belongs to conns_[i]; accept appends behind them
-        size_t n = pfds.size() - 2;
+        // pfds[3 + i] belongs to conns_[i]; accept appends behind them
+        size_t n = pfds.size() - 3;
         for (size_t i = 0; i < n; ++i) {
             Connection& c = *conns_[i];
-            short ev = pfds[2 + i].revents;
+            short ev = pfds[3 + i].revents;
             if (ev & (POLLIN | POLLHUP | POLLERR))
                 c.on_readable();
             if (!c.dead() && (ev & POLLOUT))
                 c.on_writable();
         }
         uint64_t now = now_ns();
-        for (size_t i = 0; i < n; ++i)
-            conns_[i]->on_timer(now);
+        if (fabric_) {
+            // Packets in flight that are due, then every model: traffic from
+            // one guest may have given another new work, timers or interrupts.
+            fabric_->run_due();
+            for (size_t i = 0; i < n; ++i)
+                conns_[i]->poll_model(now);
+        } else {
+            for (size_t i = 0; i < n; ++i)
+                conns_[i]->on_timer(now);
+        }
         if (pfds[1].revents & POLLIN)
             accept_all();
+        if (pfds[2].revents & POLLIN)
+            serve_control();
     }
 }
 

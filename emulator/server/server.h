@@ -30,6 +30,10 @@ struct MthcaConfig;
 class GuestMemory;
 class InterruptSink;
 class PciFunction;
+namespace fabric {
+class Fabric;
+class MonotonicClock;
+}  // namespace fabric
 
 using DeviceFactory =
     std::function<std::unique_ptr<PciFunction>(const MthcaConfig&, GuestMemory&, InterruptSink&)>;
@@ -40,6 +44,13 @@ struct ServerOptions {
     // The device behind each connection; empty means make_mthca(). Tests of
     // the carrier itself may plug in something simpler.
     DeviceFactory device_factory;
+    // The fabric the HCA ports are cabled into: a topology file in the
+    // ibnetdiscover format, or a built-in spec ("b2b", "star:3", ...; see
+    // emulator/fabric/topology.h). Empty: every port stays unconnected.
+    std::string fabric;
+    // Unix socket of the fabric's control interface (one command line per
+    // connection, the reply comes back and the server closes). Empty: none.
+    std::string control_path;
 };
 
 class Connection;
@@ -61,11 +72,14 @@ public:
     void stop();
 
     size_t connections() const { return conns_.size(); }
+    fabric::Fabric* fabric() { return fabric_.get(); }
     uint64_t guid_for(const std::string& node) const;
 
 private:
     friend class Connection;
     void accept_all();
+    bool setup_fabric(std::string* error);
+    void serve_control();
     bool node_in_use(const std::string& node, const Connection* except) const;
     bool guid_in_use(uint64_t guid, const Connection* except) const;
 
@@ -75,7 +89,14 @@ private:
     int wake_wr_ = -1;
     bool listening_ = false;
     unsigned next_conn_id_ = 0;
+    // The fabric's clock and the fabric (null without ServerOptions::fabric);
+    // the connections hold attachments into it, so it is declared first and
+    // outlives them.
+    std::unique_ptr<fabric::MonotonicClock> clock_;
+    std::unique_ptr<fabric::Fabric> fabric_;
     std::vector<std::unique_ptr<Connection>> conns_;
+    int ctl_fd_ = -1;
+    bool ctl_listening_ = false;
 };
 
 }  // namespace ibemu

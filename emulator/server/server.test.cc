@@ -262,10 +262,13 @@ protected:
         dir_ = tmpl;
         path_ = dir_ + "/ibemu.sock";
     }
-    void start(DeviceFactory factory = nullptr)
+    void start(DeviceFactory factory = nullptr, std::string fabric = "")
     {
         ServerOptions o;
         o.socket_path = path_;
+        o.fabric = std::move(fabric);
+        if (!o.fabric.empty())
+            o.control_path = ctl_path();
         o.node_guids["fixed"] = 0x0002c90300000042ull;
         o.device_factory = std::move(factory);
         server_ = std::make_unique<Server>(o);
@@ -282,6 +285,7 @@ protected:
             server_.reset();
             struct stat st;
             EXPECT_NE(lstat(path_.c_str(), &st), 0) << "the socket is unlinked when the server goes";
+            EXPECT_NE(lstat(ctl_path().c_str(), &st), 0) << "so is the control socket";
         }
         rmdir(dir_.c_str());
     }
@@ -290,6 +294,43 @@ protected:
         return [](const MthcaConfig&, GuestMemory& mem, InterruptSink& irq) -> std::unique_ptr<PciFunction> {
             return std::make_unique<ScratchDevice>(mem, irq);
         };
+    }
+
+    std::string ctl_path() const { return dir_ + "/ctl.sock"; }
+
+    // What ibemu-ctl does: one line to the control socket, the whole reply.
+    std::string control(const std::string& line)
+    {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::strcpy(sa.sun_path, ctl_path().c_str());
+        if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+            close(fd);
+            return std::string("connect: ") + strerror(errno);
+        }
+        std::string l = line + "\n";
+        EXPECT_EQ(send(fd, l.data(), l.size(), MSG_NOSIGNAL), ssize_t(l.size()));
+        std::string reply;
+        char buf[1024];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+            reply.append(buf, size_t(n));
+        close(fd);
+        return reply;
+    }
+
+    // The state word of the one link in `show links` ("up", "waiting", "down").
+    std::string link_state()
+    {
+        std::string r = control("show links");
+        auto nl = r.find('\n');
+        if (r.rfind("ok 1 links", 0) != 0 || nl == std::string::npos)
+            return "bad reply: " + r;
+        std::string line = r.substr(nl + 1);
+        auto a = line.find(' ');
+        auto b = line.find(' ', a + 1);
+        return line.substr(a + 1, b - a - 1);
     }
 
     std::string dir_, path_;
@@ -581,6 +622,47 @@ TEST_F(ServerTest, ListenReplacesAStaleSocketOnly)
     EXPECT_FALSE(other.listen(&err));
     EXPECT_NE(err.find("not a socket"), std::string::npos) << err;
     unlink(file.c_str());
+}
+
+
+// Two real HCAs cabled back to back by the fabric: the link comes up when
+// both guests are connected, follows the control socket, and goes down when
+// one guest leaves.
+TEST_F(ServerTest, FabricCablesHcaPortsAndObeysTheControlSocket)
+{
+    start(nullptr, "b2b");
+    auto wait_for = [&](const std::string& want) {
+        std::string got;
+        for (int i = 0; i < 200 && (got = link_state()) != want; ++i)
+            usleep(10000);
+        return got;
+    };
+    FakeShim a(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(wait_for("waiting"), "waiting") << "one end attached";
+    {
+        FakeShim b(path_);
+        ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
+        EXPECT_EQ(wait_for("up"), "up");
+        EXPECT_EQ(control("link vm0:1 down").rfind("ok", 0), 0u);
+        EXPECT_EQ(wait_for("down"), "down");
+        EXPECT_EQ(control("link vm0:1 up").rfind("ok", 0), 0u);
+        EXPECT_EQ(wait_for("up"), "up");
+        EXPECT_EQ(control("link nosuch:1 down").rfind("error", 0), 0u);
+        EXPECT_EQ(control("").rfind("error", 0), 0u);
+    }
+    EXPECT_EQ(wait_for("waiting"), "waiting") << "vm1 left: its end is detached";
+}
+
+TEST_F(ServerTest, BadFabricSpecIsRefusedAtListen)
+{
+    ServerOptions o;
+    o.socket_path = path_;
+    o.fabric = "no-such-topology-or-spec";
+    Server s(o);
+    std::string err;
+    EXPECT_FALSE(s.listen(&err));
+    EXPECT_NE(err.find("no-such-topology-or-spec"), std::string::npos) << err;
 }
 
 }  // namespace
