@@ -54,6 +54,7 @@ void Link::attach(unsigned side, PortEndpoint* ep, bool reentrant)
     ep_[side] = ep;
     side_[side].reentrant = reentrant;
     side_[side].busy = 0;
+    dir_[side ^ 1].notify_pending = false;
     update_phys();
 }
 
@@ -74,9 +75,15 @@ void Link::update_phys()
         flush(dir_[1]);
     }
     IBEMU_INFO("fabric", "link %s %s", name_.c_str(), up ? "up" : "down");
-    for (PortEndpoint* ep : ep_)
-        if (ep)
-            ep->link_changed(up, cfg_.params);
+    for (unsigned s = 0; s < 2; ++s) {
+        if (!ep_[s])
+            continue;
+        if (!side_[s].reentrant && side_[s].busy) {
+            dir_[s ^ 1].notify_pending = true;  // told by the direction that delivers to s
+            continue;
+        }
+        ep_[s]->link_changed(up, cfg_.params);
+    }
 }
 
 void Link::set_latency(uint64_t ns, bool model_rate)
@@ -200,6 +207,8 @@ void Link::Direction::transmit(const Packet& p)
 
 uint64_t Link::Direction::next_deadline() const
 {
+    if (notify_pending)
+        return 0;
     return count ? ring[head].due : kNever;
 }
 
@@ -210,6 +219,16 @@ void Link::Direction::fire(uint64_t now)
     // for the next call.
     unsigned n = count;
     unsigned to = from ^ 1;
+    if (notify_pending) {
+        if (!l.side_[to].reentrant && l.side_[to].busy != 0)
+            return;
+        notify_pending = false;
+        if (PortEndpoint* ep = l.ep_[to]) {
+            ++l.side_[to].busy;
+            ep->link_changed(l.phys_up_, l.cfg_.params);
+            --l.side_[to].busy;
+        }
+    }
     while (n-- && count && ring[head].due <= now) {
         if (!l.side_[to].reentrant && l.side_[to].busy != 0)
             break;

@@ -18,6 +18,9 @@
 //  - An endpoint attached as non-reentrant (an HCA) never sees receive()
 //    while it is inside its own transmit() or receive(): such a packet is
 //    deferred to the next Scheduler::run_due(). Switch ports are reentrant.
+//    The same holds for link_changed(): one that would reach a busy
+//    non-reentrant endpoint is delivered by the next run_due(), before any
+//    packet queued after it.
 //  - A zero-latency chain deeper than kMaxSyncDepth (a forwarding loop) is
 //    dropped and counted.
 //
@@ -128,6 +131,7 @@ private:
         std::vector<Slot> ring;
         unsigned head = 0, count = 0;
         uint64_t generation = 0;  // bumped when the queue is flushed
+        bool notify_pending = false;  // link_changed owed to the receiving side
         uint64_t busy_until = 0;
 
         void transmit(const Packet& p) override;

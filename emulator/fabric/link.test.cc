@@ -210,6 +210,32 @@ TEST_F(LinkTest, AnHcaIsNeverReenteredFromItsOwnTransmit)
     EXPECT_FALSE(probe.reentered);
 }
 
+TEST_F(LinkTest, LinkChangeReachingABusyHcaIsDeferred)
+{
+    // The receiver takes the link down from inside receive() (as a switch
+    // does when the SM disables the port it talks through).
+    struct Killer : TestPort {
+        Link* l = nullptr;
+        void receive(const Packet& p) override
+        {
+            TestPort::receive(p);
+            l->set_admin_up(false);
+        }
+    } k;
+    Link l(sched, "k", LinkConfig{});
+    k.l = &l;
+    l.attach(0, &a, false);
+    l.attach(1, &k, true);
+    a.wire = &l.wire(0);
+    uint8_t payload[8] = {};
+    a.send_data(2, 1, payload);
+    EXPECT_EQ(k.link_events.back(), false);            // reentrant: at once
+    EXPECT_EQ(a.link_events, std::vector<bool>{true});  // busy HCA: later
+    sched.settle();
+    EXPECT_EQ(a.link_events, (std::vector<bool>{true, false}));
+    EXPECT_EQ(sched.next_deadline(), kNever);
+}
+
 TEST_F(LinkTest, ZeroLatencyLoopIsBounded)
 {
     // Two reentrant echoes: each bounce is a nested synchronous delivery
