@@ -36,6 +36,8 @@ public:
 
     bool read(uint64_t gpa, void* dst, size_t len) override;
     bool write(uint64_t gpa, const void* src, size_t len) override;
+    // Zero-copy: the mapping itself, for ranges inside guest RAM.
+    uint8_t* map_range(uint64_t gpa, size_t len) override { return translate(gpa, len); }
 
     uint64_t memfd_size() const { return size_; }
     uint64_t refused() const { return refused_; }  // DMA errors so far

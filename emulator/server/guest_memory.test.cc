@@ -87,6 +87,17 @@ TEST_F(GuestMemoryTest, AccessesOutsideGuestRamAreRefused)
     EXPECT_EQ(peek(MiB - 4), 0u) << "a refused write leaves RAM alone";
 }
 
+TEST_F(GuestMemoryTest, MapRangeGivesTheMappingOnlyInsideRam)
+{
+    uint8_t* p = mem_->map_range(4 * GiB + 0x40, 16);
+    ASSERT_NE(p, nullptr);
+    p[0] = 0x5a;
+    EXPECT_EQ(peek(MiB + 0x40) & 0xff, 0x5au) << "the pointer is the memfd mapping";
+    EXPECT_EQ(mem_->map_range(MiB - 4, 8), nullptr) << "across the end of the low region";
+    EXPECT_EQ(mem_->map_range(0xfe000000, 4), nullptr) << "a BAR in the PCI hole";
+    EXPECT_EQ(mem_->map_range(~0ull - 2, 8), nullptr) << "wrapping";
+}
+
 TEST(GuestMemory, ContiguousRegionsActAsOne)
 {
     int fd = sealed_memfd(2 * MiB);

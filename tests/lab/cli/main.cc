@@ -92,7 +92,7 @@ int cmd_run(const std::vector<std::string> &args)
 		iblab::SpawnOptions so;
 		so.argv = ra.command;
 		so.env_add = {"IBLAB_CTL=" + lab.control_socket(), "IBLAB_RUN_DIR=" + lab.run_dir(),
-			      "IBLAB_GUESTS=" + names};
+			      "IBLAB_GUESTS=" + names, "IBLAB_FABRIC_CTL=" + lab.fabric_socket()};
 		// HOSTCMD is in its own process group (so that it and its children
 		// can be killed together), hence not in the terminal's foreground:
 		// do not let it read the terminal.

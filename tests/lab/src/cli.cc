@@ -20,6 +20,8 @@ const char *const kUsage = R"(usage:
     --boot-timeout SEC   per boot (default 180)
     --workdir DIR        run directory (default <build>/lab/<run-id>)
     --no-hca             no emulator, no HCA device
+    --fabric TOPOLOGY    cable the HCAs: ibnetdiscover file or b2b, star:N, ...
+                         (HOSTCMD gets IBLAB_FABRIC_CTL for ibemu-ctl)
     --qemu PATH          (default $IBLAB_QEMU or <build>/qemu/qemu-system-x86_64)
     --emulator PATH      (default $IBLAB_EMULATOR or <build>/emulator/server/ibemu)
     --kernel VERSION     guest kernel (default newest /boot/vmlinuz-6.1.*)
@@ -126,6 +128,8 @@ RunArgs parse_run(const std::vector<std::string> &args)
 			r.lab.run_dir = value();
 		else if (a == "--no-hca")
 			r.lab.hca = false;
+		else if (a == "--fabric")
+			r.lab.fabric = value();
 		else if (a == "--qemu")
 			r.lab.qemu = value();
 		else if (a == "--emulator")

@@ -642,6 +642,10 @@ void Lab::start_emulator()
 	SpawnOptions so;
 	so.argv = {opts_.emulator, "--socket", sock, "--log", emulator_log_path(), "--log-level",
 		   opts_.emulator_log_level};
+	if (!opts_.fabric.empty()) {
+		check_socket_path(fabric_socket());
+		so.argv.insert(so.argv.end(), {"--fabric", opts_.fabric, "--control", fabric_socket()});
+	}
 	for (size_t i = 0; i < opts_.guests.size(); i++) {
 		char guid[32];
 		snprintf(guid, sizeof guid, "0x%016llx",
@@ -793,6 +797,41 @@ void Lab::kill_all()
 	}
 	emulator_.kill();
 	shut_down_ = true;
+}
+
+}  // namespace iblab
+
+namespace iblab {
+
+std::string Lab::fabric(const std::string &command)
+{
+	if (opts_.fabric.empty())
+		return "error: this lab has no fabric";
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return std::string("error: socket: ") + strerror(errno);
+	sockaddr_un sa{};
+	sa.sun_family = AF_UNIX;
+	std::string path = fabric_socket();
+	std::memcpy(sa.sun_path, path.c_str(), std::min(path.size(), sizeof(sa.sun_path) - 1));
+	timeval tv{10, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	std::string reply;
+	if (connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) != 0) {
+		reply = "error: cannot reach the fabric at " + path + ": " + strerror(errno);
+	} else {
+		std::string line = command + "\n";
+		if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(line.size())) {
+			char buf[4096];
+			ssize_t n;
+			while ((n = read(fd, buf, sizeof(buf))) > 0)
+				reply.append(buf, static_cast<size_t>(n));
+		}
+		if (reply.empty())
+			reply = "error: no reply from the fabric";
+	}
+	close(fd);
+	return reply;
 }
 
 }  // namespace iblab

@@ -49,6 +49,10 @@ struct LabOptions {
 	int mem_mb = 1024;
 	int smp = 1;
 	bool hca = true;  // add the emulated HCA (needs the project's QEMU + ibemu)
+	// The fabric the HCA ports are cabled into (ibemu --fabric): a topology
+	// file in ibnetdiscover format or a built-in spec such as "b2b" or
+	// "star:3", whose HCAs are named like the guests. Empty: no fabric.
+	std::string fabric;
 	std::string qemu;         // empty: default_qemu()
 	std::string emulator;     // empty: default_emulator()
 	std::string agent;        // empty: default_agent()
@@ -213,6 +217,11 @@ public:
 
 	// Control socket for `iblab exec` (see ctl.h); started by serve_control().
 	std::string control_socket() const { return run_dir_ + "/ctl.sock"; }
+	// The emulator's fabric control socket (only with LabOptions::fabric).
+	std::string fabric_socket() const { return run_dir_ + "/fabric.sock"; }
+	// One fabric control command ("link vm0:1 down", "show links", ...);
+	// returns the emulator's reply ("ok ..." or "error: ...").
+	std::string fabric(const std::string &command);
 	void serve_control();
 
 private:
