@@ -645,10 +645,7 @@ bool Server::setup_fabric(std::string* error)
         return true;
     clock_ = std::make_unique<fabric::MonotonicClock>();
     fabric_ = std::make_unique<fabric::Fabric>(*clock_);
-    struct stat st;
-    bool ok = stat(opts_.fabric.c_str(), &st) == 0 ? fabric_->build_file(opts_.fabric, error)
-                                                   : fabric_->build_spec(opts_.fabric, error);
-    if (!ok) {
+    if (!fabric_->build_from(opts_.fabric, error)) {
         *error = "fabric " + opts_.fabric + ": " + *error;
         fabric_.reset();
         return false;

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+// The upstream Debian stack across the emulated fabric: OpenSM in one guest
+// brings every port ACTIVE, and the diagnostics see the topology. One lab
+// per suite: two guests back to back, three guests through one switch.
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "vm_fixture.h"
+
+namespace iblab::vmtest {
+namespace {
+
+LabOptions Fabric(const std::vector<std::string> &names, const std::string &spec)
+{
+	LabOptions o;
+	for (const auto &n : names)
+		o.guests.push_back({n, Stack::Upstream});
+	o.hca = true;
+	o.fabric = spec;
+	return o;
+}
+
+const char *const kPort = "/sys/class/infiniband/mthca0/ports/1";
+
+// Loads the stack an SM and the diagnostics need.
+void LoadStack(Guest &g)
+{
+	auto r = g.exec("modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs", 120s);
+	ASSERT_TRUE(Ok(r));
+}
+
+// Waits until port 1 of every guest reads ACTIVE; returns the last states.
+std::string WaitActive(const std::vector<Guest *> &guests, std::chrono::seconds limit)
+{
+	auto deadline = std::chrono::steady_clock::now() + limit;
+	std::string states;
+	for (;;) {
+		bool all = true;
+		states.clear();
+		for (Guest *g : guests) {
+			auto r = g->exec(std::string("cat ") + kPort + "/state", 30s);
+			states += g->name() + ": " + r.output;
+			all = all && r.output == "4: ACTIVE\n";
+		}
+		if (all || std::chrono::steady_clock::now() >= deadline)
+			return states;
+		std::this_thread::sleep_for(2s);
+	}
+}
+
+// Node GUIDs ("H-0002c90300000100" style ids) in ibnetdiscover output.
+std::set<std::string> CaIds(const std::string &out)
+{
+	std::set<std::string> ids;
+	std::istringstream in(out);
+	std::string line;
+	while (std::getline(in, line)) {
+		if (line.rfind("Ca\t", 0) != 0)
+			continue;
+		auto a = line.find("\"H-");
+		if (a != std::string::npos)
+			ids.insert(line.substr(a + 1, 18));
+	}
+	return ids;
+}
+
+std::string HexGuid(Guest &g)
+{
+	std::string s = g.node_guid_string();  // 0002:c903:0000:0100
+	std::string hex;
+	for (char c : s)
+		if (c != ':')
+			hex += c;
+	return "H-" + hex;
+}
+
+// ---------------------------------------------------------------------------
+class BackToBack : public VmSuite {
+protected:
+	static void SetUpTestSuite() { StartLab(Fabric({"vm0", "vm1"}, "b2b"), "BackToBack"); }
+	static void TearDownTestSuite() { StopLab(); }
+};
+
+TEST_F(BackToBack, LinkIsUpBeforeAnySm)
+{
+	for (Guest *g : lab_->guests()) {
+		LoadStack(*g);
+		auto r = Run(*g, std::string("cat ") + kPort + "/phys_state " + kPort + "/state");
+		ASSERT_TRUE(Ok(r));
+		EXPECT_EQ(r.output, "5: LinkUp\n2: INIT\n") << g->name();
+	}
+	std::string links = lab_->fabric("show links");
+	EXPECT_NE(links.find("vm0:1-vm1:1 up"), std::string::npos) << links;
+}
+
+TEST_F(BackToBack, OpenSmBringsBothPortsActive)
+{
+	Guest &sm = guest("vm0");
+	for (Guest *g : lab_->guests())
+		LoadStack(*g);
+	ASSERT_TRUE(Ok(Run(sm, "opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &")));
+	std::string states = WaitActive(lab_->guests(), 120s);
+	EXPECT_EQ(states, "vm0: 4: ACTIVE\nvm1: 4: ACTIVE\n") << Run(sm, "tail -20 /tmp/opensm.log").output;
+
+	// The SM gave distinct non-zero LIDs and both ports know the SM's LID.
+	auto l0 = Run(guest("vm0"), std::string("cat ") + kPort + "/lid " + kPort + "/sm_lid");
+	auto l1 = Run(guest("vm1"), std::string("cat ") + kPort + "/lid " + kPort + "/sm_lid");
+	ASSERT_TRUE(Ok(l0));
+	ASSERT_TRUE(Ok(l1));
+	std::istringstream a(l0.output), b(l1.output);
+	std::string lid0, sm0, lid1, sm1;
+	a >> lid0 >> sm0;
+	b >> lid1 >> sm1;
+	EXPECT_NE(lid0, "0x0");
+	EXPECT_NE(lid1, "0x0");
+	EXPECT_NE(lid0, lid1);
+	EXPECT_EQ(sm0, lid0) << "the SM runs on vm0";
+	EXPECT_EQ(sm1, lid0);
+
+	auto st = Run(guest("vm1"), "ibstat mthca0 1");
+	ASSERT_TRUE(Ok(st));
+	EXPECT_NE(st.output.find("State: Active"), std::string::npos) << st.output;
+	EXPECT_NE(st.output.find("Physical state: LinkUp"), std::string::npos) << st.output;
+}
+
+TEST_F(BackToBack, IbnetdiscoverShowsBothHcas)
+{
+	auto r = Run(guest("vm1"), "ibnetdiscover");
+	ASSERT_TRUE(Ok(r));
+	std::set<std::string> want = {HexGuid(guest("vm0")), HexGuid(guest("vm1"))};
+	EXPECT_EQ(CaIds(r.output), want) << r.output;
+}
+
+// ---------------------------------------------------------------------------
+class ThroughASwitch : public VmSuite {
+protected:
+	static void SetUpTestSuite()
+	{
+		StartLab(Fabric({"vm0", "vm1", "vm2"}, "star:vm0,vm1,vm2"), "ThroughASwitch");
+	}
+	static void TearDownTestSuite() { StopLab(); }
+};
+
+TEST_F(ThroughASwitch, OpenSmBringsEveryPortActive)
+{
+	for (Guest *g : lab_->guests())
+		LoadStack(*g);
+	Guest &sm = guest("vm1");
+	ASSERT_TRUE(Ok(Run(sm, "opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &")));
+	std::string states = WaitActive(lab_->guests(), 180s);
+	EXPECT_EQ(states, "vm0: 4: ACTIVE\nvm1: 4: ACTIVE\nvm2: 4: ACTIVE\n")
+		<< Run(sm, "tail -30 /tmp/opensm.log").output;
+}
+
+TEST_F(ThroughASwitch, IbnetdiscoverShowsTheSwitchAndThreeHcas)
+{
+	auto r = Run(guest("vm2"), "ibnetdiscover");
+	ASSERT_TRUE(Ok(r));
+	std::set<std::string> want = {HexGuid(guest("vm0")), HexGuid(guest("vm1")), HexGuid(guest("vm2"))};
+	EXPECT_EQ(CaIds(r.output), want) << r.output;
+	EXPECT_NE(r.output.find("\nSwitch\t"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace iblab::vmtest
