@@ -79,7 +79,7 @@ void build_ud(Packet& p, const UdAddress& a, std::span<const uint8_t> payload)
         {Field{lrh::kSize + bth::kSize + 0, 4, 0, 32}, a.qkey},
         {Field{lrh::kSize + bth::kSize + 4, 4, 0, 24}, a.src_qp},
     };
-    fill_fields(h, t);
+    fill(h, t);
     p.hdr_len = uint16_t(hdr);
     p.vl = a.vl;
     p.nseg = payload.empty() ? 0 : 1;

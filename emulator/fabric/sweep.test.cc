@@ -20,12 +20,7 @@ namespace {
 using test::Mad;
 using test::TestPort;
 
-constexpr Field kPiLid{16, 2, 0, 16};
-constexpr Field kPiSmLid{18, 2, 0, 16};
-constexpr Field kPiLocalPort{28, 1, 0, 8};
-constexpr Field kPiState{32, 1, 0, 4};
-constexpr Field kPiPhys{33, 1, 4, 4};
-constexpr Field kSiLftTop{6, 2, 0, 16};
+using namespace test::layout;
 
 struct MiniSm {
     Fabric& fab;
@@ -71,7 +66,7 @@ struct MiniSm {
             ASSERT_TRUE(ni) << "no switch at hop " << path.size();
             auto d = test::smp_data(*ni);
             ASSERT_EQ(d[2], 2);
-            uint64_t guid = be64(d, 12);
+            uint64_t guid = get64(d, 12);
             unsigned in = d[36];
             if (path.size() > 1) {
                 // Record the cable we came over.
@@ -222,7 +217,7 @@ void sweep_and_check(const char* spec, unsigned hosts_expected, unsigned switche
     ASSERT_EQ(hosts["vm0"].rx.size(), before + 1);
     auto m = hosts["vm0"].rx.back().mad();
     EXPECT_EQ(mad::kMethod.get(m), mad::kMethodTrap);
-    EXPECT_EQ(be16(test::smp_data(m), 4), 128);
+    EXPECT_EQ(get16(test::smp_data(m), 4), 128);
 }
 
 TEST(Sweep, StarOfFour) { sweep_and_check("star:4", 4, 1); }

@@ -9,38 +9,11 @@
 
 namespace ibemu::fabric {
 
-const char* port_state_name(PortState s)
-{
-    static const char* const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE"};
-    unsigned i = unsigned(s);
-    return i < 5 ? names[i] : "?";
-}
-
-const char* phys_state_name(PhysState s)
-{
-    static const char* const names[] = {"NOP", "SLEEP", "POLLING", "DISABLED", "TRAINING", "LINKUP"};
-    unsigned i = unsigned(s);
-    return i < 6 ? names[i] : "?";
-}
-
 namespace {
 
-// NodeInfo (IBA 14.2.5.3), offsets in the SMP data.
-namespace nodeinfo {
-constexpr Field kBaseVersion{0, 1, 0, 8};
-constexpr Field kClassVersion{1, 1, 0, 8};
-constexpr Field kNodeType{2, 1, 0, 8};
-constexpr Field kNumPorts{3, 1, 0, 8};
-constexpr Field kSysImageGuid{4, 8, 0, 64};
-constexpr Field kNodeGuid{12, 8, 0, 64};
-constexpr Field kPortGuid{20, 8, 0, 64};
-constexpr Field kPartitionCap{28, 2, 0, 16};
-constexpr Field kDeviceId{30, 2, 0, 16};
-constexpr Field kRevision{32, 4, 0, 32};
-constexpr Field kLocalPortNum{36, 4, 24, 8};
-constexpr Field kVendorId{36, 4, 0, 24};
-constexpr uint8_t kNodeTypeSwitch = 2;
-}  // namespace nodeinfo
+// NodeInfo (IBA 14.2.5.3) and PortInfo (14.2.5.6), shared with the HCA's SMA.
+namespace nodeinfo = ib::nodeinfo;
+namespace portinfo = ib::portinfo;
 
 // SwitchInfo (IBA 14.2.5.4).
 namespace switchinfo {
@@ -64,46 +37,8 @@ constexpr Field kEnhancedPort0{16, 1, 3, 1};
 constexpr Field kMftTop{18, 2, 0, 16};
 }  // namespace switchinfo
 
-// PortInfo (IBA 14.2.5.6).
-namespace portinfo {
-constexpr Field kMkey{0, 8, 0, 64};
-constexpr Field kGidPrefix{8, 8, 0, 64};
-constexpr Field kLid{16, 2, 0, 16};
-constexpr Field kMasterSmLid{18, 2, 0, 16};
-constexpr Field kCapMask{20, 4, 0, 32};
-constexpr Field kDiagCode{24, 2, 0, 16};
-constexpr Field kMkeyLease{26, 2, 0, 16};
-constexpr Field kLocalPortNum{28, 1, 0, 8};
-constexpr Field kWidthEnabled{29, 1, 0, 8};
-constexpr Field kWidthSupported{30, 1, 0, 8};
-constexpr Field kWidthActive{31, 1, 0, 8};
-constexpr Field kSpeedSupported{32, 1, 4, 4};
-constexpr Field kPortState{32, 1, 0, 4};
-constexpr Field kPhysState{33, 1, 4, 4};
-constexpr Field kDownDefault{33, 1, 0, 4};
-constexpr Field kMkeyProtect{34, 1, 6, 2};
-constexpr Field kLmc{34, 1, 0, 3};
-constexpr Field kSpeedActive{35, 1, 4, 4};
-constexpr Field kSpeedEnabled{35, 1, 0, 4};
-constexpr Field kNeighborMtu{36, 1, 4, 4};
-constexpr Field kMasterSmSl{36, 1, 0, 4};
-constexpr Field kVlCap{37, 1, 4, 4};
-constexpr Field kInitType{37, 1, 0, 4};
-constexpr Field kVlHighLimit{38, 1, 0, 8};
-constexpr Field kVlArbHighCap{39, 1, 0, 8};
-constexpr Field kVlArbLowCap{40, 1, 0, 8};
-constexpr Field kMtuCap{41, 1, 0, 4};
-constexpr Field kVlStallCount{42, 1, 5, 3};
-constexpr Field kHoqLife{42, 1, 0, 5};
-constexpr Field kOperationalVls{43, 1, 4, 4};
-constexpr Field kPartEnforce{43, 1, 0, 4};
-constexpr Field kMkeyViolations{44, 2, 0, 16};
-constexpr Field kGuidCap{50, 1, 0, 8};
-constexpr Field kSubnetTimeout{51, 1, 0, 5};
-constexpr Field kRespTime{52, 1, 0, 5};
-// CapabilityMask of port 0: IsTrapSupported (3), IsSLMappingSupported (6).
+// PortInfo CapabilityMask of port 0: IsTrapSupported (3), IsSLMappingSupported (6).
 constexpr uint32_t kSwitchCapMask = (1u << 3) | (1u << 6);
-}  // namespace portinfo
 
 // Notice (IBA 14.2.5.1), the generic form.
 namespace notice {
@@ -356,15 +291,15 @@ void Switch::forward_data(unsigned in, const Packet& p, uint16_t dlid)
 // Directed route SMPs, IBA 14.2.2.2 (C14-6 .. C14-13).
 void Switch::smi_receive(unsigned in, const Packet& p, unsigned bth_off, uint16_t lrh_slid, uint16_t lrh_dlid)
 {
-    uint8_t buf[lrh::kSize + bth::kSize + deth::kSize + kMadSize];
+    uint8_t buf[lrh::kSize + bth::kSize + deth::kSize + mad::kSize];
     unsigned mad_off = kMadHdrOffset(bth_off);
-    if (mad_off + kMadSize > sizeof buf || flatten(p, buf) < mad_off + kMadSize) {
+    if (mad_off + mad::kSize > sizeof buf || flatten(p, buf) < mad_off + mad::kSize) {
         ++ports_[in].ctr.rcv_discards;
         ++dropped_smps_;
         return;
     }
     std::span<const uint8_t> hdr(buf, mad_off);
-    std::span<uint8_t> mad(buf + mad_off, kMadSize);
+    std::span<uint8_t> mad(buf + mad_off, mad::kSize);
     uint8_t sl = uint8_t(lrh::kSl.get(hdr));
     uint8_t cls = uint8_t(mad::kMgmtClass.get(mad));
 
@@ -373,13 +308,13 @@ void Switch::smi_receive(unsigned in, const Packet& p, unsigned bth_off, uint16_
         IBEMU_DEBUG(cfg_.name, "SMP on port %u dropped: %s", in, why);
     };
 
-    if (cls == mad::kClassSmpLid) {
+    if (cls == mad::kClassSubnLid) {
         if (!lid_is_mine(lrh_dlid))
             return drop("LID routed SMP to the permissive LID");
         sma_process(in, hdr, mad, lrh_slid, sl);
         return;
     }
-    if (cls != mad::kClassSmpDr)
+    if (cls != mad::kClassSubnDirected)
         return drop("not an SMP class on QP0");
 
     unsigned hop_cnt = unsigned(smp::kHopCount.get(mad));
@@ -520,7 +455,7 @@ void Switch::sma_process(unsigned in, std::span<const uint8_t> hdr, std::span<ui
 {
     ++ports_[in].ctr.smps_handled;
     uint8_t method = uint8_t(mad::kMethod.get(mad));
-    bool dr = mad::kMgmtClass.get(mad) == mad::kClassSmpDr;
+    bool dr = mad::kMgmtClass.get(mad) == mad::kClassSubnDirected;
     if (method == mad::kMethodTrapRepress)
         return;  // IBA 14.2.5.1: the SM acknowledges a trap; traps are not repeated here
     if (method & 0x80)
@@ -556,7 +491,7 @@ void Switch::sma_process(unsigned in, std::span<const uint8_t> hdr, std::span<ui
     }
 
     if (!key_ok && attr == smp::kAttrPortInfo)
-        put_be64(data, 0, 0);  // protect 1: the M_Key reads as zero
+        put64(data, 0, 0);  // protect 1: the M_Key reads as zero
     mad::kMethod.set(mad, mad::kMethodGetResp);
     if (dr) {
         smp::kDrStatus.set(mad, status);
@@ -662,7 +597,7 @@ void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
         {kSubnetTimeout, subnet_timeout_},
         {kRespTime, 8},
     };
-    fill_fields(d, table);
+    fill(d, table);
 }
 
 uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
@@ -777,7 +712,7 @@ uint16_t Switch::sma_get(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
             {kLocalPortNum, in},
             {kVendorId, cfg_.vendor_id},
         };
-        fill_fields(d, table);
+        fill(d, table);
         return 0;
     }
     case smp::kAttrSwitchInfo: {
@@ -802,14 +737,14 @@ uint16_t Switch::sma_get(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
             {kEnhancedPort0, 0},
             {kMftTop, mft_top_},
         };
-        fill_fields(d, table);
+        fill(d, table);
         return 0;
     }
     case smp::kAttrGuidInfo:
         // Port 0 has one GUID (GUIDCap 1), in block 0.
         if (mod != 0)
             return mad::kStatusInvalidField;
-        put_be64(d, 0, cfg_.node_guid);
+        put64(d, 0, cfg_.node_guid);
         return 0;
     case smp::kAttrPortInfo:
         // For a switch the modifier is the port number, 0 included.
@@ -824,7 +759,7 @@ uint16_t Switch::sma_get(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
             return mad::kStatusInvalidField;
         const auto& pk = ports_[port].pkeys;
         for (unsigned i = 0; i < 32 && block * 32 + i < pk.size(); ++i)
-            put_be16(d, i * 2, pk[block * 32 + i]);
+            put16(d, i * 2, pk[block * 32 + i]);
         return 0;
     }
     case smp::kAttrSlToVl: {
@@ -857,7 +792,7 @@ uint16_t Switch::sma_get(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
         if (pos >= mft_positions_ || (mod & 0x0ffffe00) || block >= (cfg_.mft_cap + 31u) / 32u)
             return mad::kStatusInvalidField;
         for (unsigned i = 0; i < 32 && block * 32 + i < cfg_.mft_cap; ++i)
-            put_be16(d, i * 2, mft_[size_t(block * 32 + i) * mft_positions_ + pos]);
+            put16(d, i * 2, mft_[size_t(block * 32 + i) * mft_positions_ + pos]);
         return 0;
     }
     default:
@@ -899,7 +834,7 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
             return mad::kStatusInvalidField;
         auto& pk = ports_[port].pkeys;
         for (unsigned i = 0; i < 32 && block * 32 + i < pk.size(); ++i)
-            pk[block * 32 + i] = be16(d, i * 2);
+            pk[block * 32 + i] = get16(d, i * 2);
         return 0;
     }
     case smp::kAttrSlToVl: {
@@ -926,7 +861,7 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
         if (pos >= mft_positions_ || (mod & 0x0ffffe00) || block >= (cfg_.mft_cap + 31u) / 32u)
             return mad::kStatusInvalidField;
         for (unsigned i = 0; i < 32 && block * 32 + i < cfg_.mft_cap; ++i)
-            mft_[size_t(block * 32 + i) * mft_positions_ + pos] = be16(d, i * 2);
+            mft_[size_t(block * 32 + i) * mft_positions_ + pos] = get16(d, i * 2);
         return 0;
     }
     case smp::kAttrNodeDesc:
@@ -940,28 +875,8 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
 
 namespace {
 
-// PortCounters (IBA 16.1.3.5), offsets in the PMA data (MAD offset 64).
-namespace pc {
-constexpr Field kPortSelect{1, 1, 0, 8};
-constexpr Field kCounterSelect{2, 2, 0, 16};
-constexpr Field kLinkDowned{7, 1, 0, 8};
-constexpr Field kRcvErrors{8, 2, 0, 16};
-constexpr Field kRelayErrors{12, 2, 0, 16};
-constexpr Field kXmitDiscards{14, 2, 0, 16};
-constexpr Field kVl15Dropped{22, 2, 0, 16};
-constexpr Field kXmitData{24, 4, 0, 32};  // in 4-byte words
-constexpr Field kRcvData{28, 4, 0, 32};
-constexpr Field kXmitPkts{32, 4, 0, 32};
-constexpr Field kRcvPkts{36, 4, 0, 32};
-// CounterSelect bits (which counters a Set clears).
-constexpr uint16_t kSelLinkDowned = 1 << 2, kSelRcvErrors = 1 << 3, kSelRelay = 1 << 5, kSelXmitDiscards = 1 << 6,
-                   kSelVl15 = 1 << 11, kSelXmitData = 1 << 12, kSelRcvData = 1 << 13, kSelXmitPkts = 1 << 14,
-                   kSelRcvPkts = 1 << 15;
-}  // namespace pc
-
-constexpr uint16_t kAttrClassPortInfo = 0x0001;
-constexpr uint16_t kAttrPortCounters = 0x0012;
-constexpr unsigned kPmaDataOffset = 64;
+// PortCounters (IBA 16.1.3.5), offsets in the PMA data.
+namespace pc = ib::portcounters;
 
 // PMA counters saturate at their width (IBA 16.1.3.5).
 uint64_t sat(uint64_t v, const Field& f) { return std::min(v, f.mask()); }
@@ -1008,20 +923,20 @@ uint16_t Switch::pma_port_counters(uint8_t method, std::span<uint8_t> d)
         {pc::kXmitPkts, sat(c.xmit_packets, pc::kXmitPkts)},
         {pc::kRcvPkts, sat(c.rcv_packets, pc::kRcvPkts)},
     };
-    fill_fields(d, t);
+    fill(d, t);
     return 0;
 }
 
 void Switch::gsi_receive(unsigned in, const Packet& p, unsigned bth_off)
 {
-    uint8_t buf[lrh::kSize + bth::kSize + deth::kSize + kMadSize];
+    uint8_t buf[lrh::kSize + bth::kSize + deth::kSize + mad::kSize];
     unsigned mad_off = kMadHdrOffset(bth_off);
-    if (mad_off + kMadSize > sizeof buf || flatten(p, buf) < mad_off + kMadSize) {
+    if (mad_off + mad::kSize > sizeof buf || flatten(p, buf) < mad_off + mad::kSize) {
         ++ports_[in].ctr.rcv_discards;
         return;
     }
     std::span<const uint8_t> h(buf, mad_off);
-    std::span<uint8_t> mad(buf + mad_off, kMadSize);
+    std::span<uint8_t> mad(buf + mad_off, mad::kSize);
     uint16_t slid = uint16_t(lrh::kSlid.get(h));
     uint8_t sl = uint8_t(lrh::kSl.get(h));
     uint16_t pkey = uint16_t(bth::kPkey.get(h.subspan(bth_off)));
@@ -1032,18 +947,18 @@ void Switch::gsi_receive(unsigned in, const Packet& p, unsigned bth_off)
         return;
     }
     uint16_t attr = uint16_t(mad::kAttrId.get(mad));
-    std::span<uint8_t> data = mad.subspan(kPmaDataOffset);
+    std::span<uint8_t> data = mad.subspan(pma::kDataOffset);
     uint16_t status = 0;
     if (mad::kBaseVersion.get(mad) != 1 || mad::kClassVersion.get(mad) != 1) {
         status = mad::kStatusBadVersion;
     } else if (method != mad::kMethodGet && method != mad::kMethodSet) {
         status = mad::kStatusUnsupMethod;
-    } else if (attr == kAttrClassPortInfo && method == mad::kMethodGet) {
+    } else if (attr == pma::kAttrClassPortInfo && method == mad::kMethodGet) {
         std::fill(data.begin(), data.end(), 0);
         data[0] = 1;  // BaseVersion
         data[1] = 1;  // ClassVersion
-        put_be32(data, 4, 18);  // CapabilityMask2 0, RespTimeValue 18
-    } else if (attr == kAttrPortCounters) {
+        put32(data, 4, 18);  // CapabilityMask2 0, RespTimeValue 18
+    } else if (attr == pma::kAttrPortCounters) {
         status = pma_port_counters(method, data);
     } else {
         status = mad::kStatusUnsupMethodAttr;
@@ -1073,13 +988,13 @@ void Switch::send_trap128()
     // without a switch LID or an SM LID there is nobody to tell.
     if (!lid_ || !sm_lid_)
         return;
-    uint8_t mad[kMadSize] = {};
+    uint8_t mad[mad::kSize] = {};
     std::span<uint8_t> m(mad, sizeof mad);
     const FieldValue hdr[] = {
-        {mad::kBaseVersion, 1},  {mad::kMgmtClass, mad::kClassSmpLid}, {mad::kClassVersion, 1},
+        {mad::kBaseVersion, 1},  {mad::kMgmtClass, mad::kClassSubnLid}, {mad::kClassVersion, 1},
         {mad::kMethod, mad::kMethodTrap}, {mad::kTid, ++trap_tid_},   {mad::kAttrId, smp::kAttrNotice},
     };
-    fill_fields(m, hdr);
+    fill(m, hdr);
     std::span<uint8_t> d = m.subspan(smp::kDataOffset, smp::kDataSize);
     const FieldValue ntc[] = {
         {notice::kIsGeneric, 1},
@@ -1090,7 +1005,7 @@ void Switch::send_trap128()
         {notice::kToggleCount, 0},
         {notice::kTrap128Lid, lid_},
     };
-    fill_fields(d, ntc);
+    fill(d, ntc);
     uint8_t out = sm_lid_ < lft_.size() ? lft_[sm_lid_] : 0xff;
     if (out == 0xff || out == 0 || out > cfg_.num_ports) {
         IBEMU_DEBUG(cfg_.name, "trap 128: no route to SM LID %u", sm_lid_);

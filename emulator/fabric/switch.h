@@ -33,14 +33,15 @@
 
 #include "fabric/clock.h"
 #include "fabric/packet.h"
+#include "ib/attributes.h"
 
 namespace ibemu::fabric {
 
-// IBA 14.2.5.6 PortState / PortPhysicalState.
-enum class PortState : uint8_t { NoChange = 0, Down = 1, Init = 2, Armed = 3, Active = 4 };
-enum class PhysState : uint8_t { NoChange = 0, Sleep = 1, Polling = 2, Disabled = 3, Training = 4, LinkUp = 5 };
-const char* port_state_name(PortState s);
-const char* phys_state_name(PhysState s);
+// IBA 14.2.5.6 PortState / PortPhysicalState, shared with the HCA model.
+using ib::PhysState;
+using ib::PortState;
+using ib::phys_state_name;
+using ib::port_state_name;
 
 struct SwitchConfig {
     std::string name;          // how the control interface names it

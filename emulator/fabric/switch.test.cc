@@ -15,15 +15,7 @@ namespace {
 using test::Mad;
 using test::TestPort;
 
-// PortInfo fields the tests look at (IBA 14.2.5.6).
-constexpr Field kPiLid{16, 2, 0, 16};
-constexpr Field kPiSmLid{18, 2, 0, 16};
-constexpr Field kPiLocalPort{28, 1, 0, 8};
-constexpr Field kPiState{32, 1, 0, 4};
-constexpr Field kPiPhys{33, 1, 4, 4};
-constexpr Field kPiNeighborMtu{36, 1, 4, 4};
-constexpr Field kSiLftTop{6, 2, 0, 16};
-constexpr Field kSiPsc{11, 1, 2, 1};
+using namespace test::layout;
 
 struct SwitchTest : ::testing::Test {
     VirtualClock clock;
@@ -51,7 +43,7 @@ struct SwitchTest : ::testing::Test {
         if (sm().rx.size() != before + 1)
             return std::nullopt;
         auto s = sm().rx.back().mad();
-        if (s.size() != kMadSize)
+        if (s.size() != mad::kSize)
             return std::nullopt;
         Mad r;
         std::copy(s.begin(), s.end(), r.begin());
@@ -131,7 +123,7 @@ TEST_F(SwitchTest, DirectedRouteNodeInfoThroughOneSwitch)
     auto d = test::smp_data(m);
     EXPECT_EQ(d[2], 2);  // switch
     EXPECT_EQ(d[3], 8);  // ports
-    EXPECT_EQ(be64(d, 12), fab.find_switch("sw0")->config().node_guid);
+    EXPECT_EQ(get64(d, 12), fab.find_switch("sw0")->config().node_guid);
     EXPECT_EQ(d[36], 1);  // LocalPortNum
     // On the wire: VL15, permissive LIDs, QP0.
     const PacketView& v = sm().rx.back().view;
@@ -152,7 +144,7 @@ TEST_F(SwitchTest, DirectedRouteThroughTwoSwitchesAndBack)
     auto r = dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1, 8});
     ASSERT_TRUE(r);
     auto d = test::smp_data(*r);
-    EXPECT_EQ(be64(d, 12), sw1->config().node_guid);
+    EXPECT_EQ(get64(d, 12), sw1->config().node_guid);
     EXPECT_EQ(d[36], 8);
     EXPECT_EQ((*r)[smp::kReturnPathOffset + 1], 1);
     EXPECT_EQ((*r)[smp::kReturnPathOffset + 2], 8);
@@ -323,7 +315,7 @@ TEST_F(SwitchTest, LftProgrammingThenLidRoutedDelivery)
     // A LID routed SMP to the switch's LID is answered to the SLID.
     auto lr = request(test::lid_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0), 10, 1);
     ASSERT_TRUE(lr);
-    EXPECT_EQ(mad::kMgmtClass.get(*lr), mad::kClassSmpLid);
+    EXPECT_EQ(mad::kMgmtClass.get(*lr), mad::kClassSubnLid);
     EXPECT_EQ(mad::kStatus.get(*lr), 0u);
     EXPECT_EQ(sm().rx.back().view.dlid, 1);
     EXPECT_EQ(sm().rx.back().view.slid, 10);
@@ -354,7 +346,7 @@ TEST_F(SwitchTest, DirectedRouteWithLidRoutedParts)
     smp::kDrSlid.set(m, 1);
     auto r = request(m, 10, 1);
     ASSERT_TRUE(r);
-    EXPECT_EQ(be64(test::smp_data(*r), 12), fab.find_switch("sw1")->config().node_guid);
+    EXPECT_EQ(get64(test::smp_data(*r), 12), fab.find_switch("sw1")->config().node_guid);
     EXPECT_EQ(smp::kHopPointer.get(*r), 0u);
     EXPECT_EQ(sm().rx.back().view.dlid, 1);   // LID routed back to DrSLID
     EXPECT_EQ(sm().rx.back().view.slid, 10);  // by sw0, which ended the DR part
@@ -364,7 +356,7 @@ TEST_F(SwitchTest, DirectedRouteWithLidRoutedParts)
     smp::kDrDlid.set(m, 20);
     r = request(m);
     ASSERT_TRUE(r);
-    EXPECT_EQ(be64(test::smp_data(*r), 12), fab.find_switch("sw1")->config().node_guid);
+    EXPECT_EQ(get64(test::smp_data(*r), 12), fab.find_switch("sw1")->config().node_guid);
     EXPECT_EQ(smp::kHopPointer.get(*r), 1u);
 }
 
@@ -374,12 +366,12 @@ TEST_F(SwitchTest, MulticastByMft)
     configure_star(3, 10);
     Mad mft{};
     auto d = test::smp_data(mft);
-    put_be16(d, 0, 0x000e);  // MLID 0xC000: ports 1, 2, 3
-    put_be16(d, 2, 0x0004);  // MLID 0xC001: port 2 only
+    put16(d, 0, 0x000e);  // MLID 0xC000: ports 1, 2, 3
+    put16(d, 2, 0x0004);  // MLID 0xC001: port 2 only
     auto r = dr(mad::kMethodSet, smp::kAttrMft, 0, {1}, &mft);
     ASSERT_TRUE(r);
     EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
-    EXPECT_EQ(be16(test::smp_data(*r), 0), 0x000e);
+    EXPECT_EQ(get16(test::smp_data(*r), 0), 0x000e);
     uint8_t payload[16] = {};
     hosts["vm1"].send_data(0xc000, 2, payload);
     size_t sm_before = sm().rx.size();
@@ -422,15 +414,15 @@ TEST_F(SwitchTest, LinkDownRaisesLinkChangedAndTrap128)
     EXPECT_EQ(t.view.dlid, 1);
     EXPECT_EQ(t.view.slid, 10);
     auto m = t.mad();
-    EXPECT_EQ(mad::kMgmtClass.get(m), mad::kClassSmpLid);
+    EXPECT_EQ(mad::kMgmtClass.get(m), mad::kClassSubnLid);
     EXPECT_EQ(mad::kMethod.get(m), mad::kMethodTrap);
     EXPECT_EQ(mad::kAttrId.get(m), smp::kAttrNotice);
     auto d = test::smp_data(m);
     EXPECT_EQ(d[0], 0x81);               // generic, urgent
-    EXPECT_EQ(be32(d, 0) & 0xffffff, 2u);  // producer: switch
-    EXPECT_EQ(be16(d, 4), 128);
-    EXPECT_EQ(be16(d, 6), 10);           // issuer LID
-    EXPECT_EQ(be16(d, 10), 10);          // LIDADDR
+    EXPECT_EQ(get32(d, 0) & 0xffffff, 2u);  // producer: switch
+    EXPECT_EQ(get16(d, 4), 128);
+    EXPECT_EQ(get16(d, 6), 10);           // issuer LID
+    EXPECT_EQ(get16(d, 10), 10);          // LIDADDR
     // And again when it comes back.
     fab.control("link vm2:1 up");
     EXPECT_EQ(sm().rx.size(), before + 2);
@@ -458,7 +450,7 @@ TEST_F(SwitchTest, PmaPortCountersOverQp1)
         mad::kTid.set(s, 77);
         mad::kAttrId.set(s, attr);
         m[64 + 1] = port;
-        put_be16(s, 64 + 2, select);
+        put16(s, 64 + 2, select);
         Packet p;
         UdAddress a;
         a.dlid = 10;
@@ -480,10 +472,10 @@ TEST_F(SwitchTest, PmaPortCountersOverQp1)
     auto m = r.mad();
     EXPECT_EQ(mad::kMethod.get(m), mad::kMethodGetResp);
     EXPECT_EQ(mad::kStatus.get(m), 0u);
-    EXPECT_EQ(be32(m, 64 + 32), 3u);                     // PortXmitPkts on port 2
-    EXPECT_EQ(be32(m, 64 + 24), 3u * (28 + 60) / 4);     // PortXmitData, words
+    EXPECT_EQ(get32(m, 64 + 32), 3u);                     // PortXmitPkts on port 2
+    EXPECT_EQ(get32(m, 64 + 24), 3u * (28 + 60) / 4);     // PortXmitData, words
     r = gmp(mad::kMethodSet, 0x0012, 2, 0xffff);
-    EXPECT_EQ(be32(r.mad(), 64 + 32), 0u);
+    EXPECT_EQ(get32(r.mad(), 64 + 32), 0u);
     r = gmp(mad::kMethodGet, 0x0001, 0, 0);
     EXPECT_EQ(mad::kStatus.get(r.mad()), 0u);
     EXPECT_EQ(r.mad()[64 + 7], 18);
@@ -510,7 +502,7 @@ TEST_F(SwitchTest, HostileSmpsAndPacketsDoNotHurt)
         if (rng() % 4) {
             mad::kBaseVersion.set(s, 1);
             mad::kClassVersion.set(s, 1);
-            mad::kMgmtClass.set(s, rng() % 2 ? mad::kClassSmpDr : mad::kClassSmpLid);
+            mad::kMgmtClass.set(s, rng() % 2 ? mad::kClassSubnDirected : mad::kClassSubnLid);
             mad::kMethod.set(s, rng() % 2 ? mad::kMethodGet : mad::kMethodSet);
             mad::kAttrId.set(s, attrs[rng() % std::size(attrs)]);
             smp::kHopCount.set(s, rng() % 5);
@@ -522,7 +514,7 @@ TEST_F(SwitchTest, HostileSmpsAndPacketsDoNotHurt)
                 smp::kHopCount.set(s, 1 + rng() % 3);
                 smp::kHopPointer.set(s, 1);
                 smp::kDirection.set(s, 0);
-                mad::kMgmtClass.set(s, mad::kClassSmpDr);
+                mad::kMgmtClass.set(s, mad::kClassSubnDirected);
                 smp::kDrSlid.set(s, kPermissiveLid);
                 smp::kDrDlid.set(s, rng() % 8 ? kPermissiveLid : uint16_t(rng() % 64));
                 m[smp::kInitialPathOffset + 1] = 1;
@@ -578,7 +570,7 @@ TEST_F(SwitchTest, MkeyProtectsTheSma)
     // Get without the key: answered, M_Key hidden.
     r = dr(mad::kMethodGet, smp::kAttrPortInfo, 0, {1});
     ASSERT_TRUE(r);
-    EXPECT_EQ(be64(test::smp_data(*r), 0), 0u);
+    EXPECT_EQ(get64(test::smp_data(*r), 0), 0u);
     // Set without the key: silently dropped and counted.
     Mad lft{};
     EXPECT_FALSE(dr(mad::kMethodSet, smp::kAttrLft, 0, {1}, &lft));
@@ -588,20 +580,20 @@ TEST_F(SwitchTest, MkeyProtectsTheSma)
     smp::kMkey.set(m, 0x1234);
     r = request(m);
     ASSERT_TRUE(r);
-    EXPECT_EQ(be64(test::smp_data(*r), 0), 0x1234u);
-    EXPECT_EQ(be16(test::smp_data(*r), 44), 1);  // MKeyViolations
+    EXPECT_EQ(get64(test::smp_data(*r), 0), 0x1234u);
+    EXPECT_EQ(get16(test::smp_data(*r), 44), 1);  // MKeyViolations
 }
 
 TEST_F(SwitchTest, TablesRoundTrip)
 {
     build("star:2");
     Mad pk{};
-    put_be16(test::smp_data(pk), 0, 0xffff);
-    put_be16(test::smp_data(pk), 2, 0x8001);
+    put16(test::smp_data(pk), 0, 0xffff);
+    put16(test::smp_data(pk), 2, 0x8001);
     auto r = dr(mad::kMethodSet, smp::kAttrPkeyTable, (2u << 16) | 0, {1}, &pk);
     ASSERT_TRUE(r);
     EXPECT_EQ(smp::kDrStatus.get(*r), 0u);
-    EXPECT_EQ(be16(test::smp_data(*r), 2), 0x8001);
+    EXPECT_EQ(get16(test::smp_data(*r), 2), 0x8001);
     r = dr(mad::kMethodGet, smp::kAttrPkeyTable, (1u << 16) | 1, {1});
     EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
 
@@ -621,7 +613,7 @@ TEST_F(SwitchTest, TablesRoundTrip)
     EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
 
     r = dr(mad::kMethodGet, smp::kAttrGuidInfo, 0, {1});
-    EXPECT_EQ(be64(test::smp_data(*r), 0), fab.find_switch("sw0")->config().node_guid);
+    EXPECT_EQ(get64(test::smp_data(*r), 0), fab.find_switch("sw0")->config().node_guid);
     r = dr(mad::kMethodSet, smp::kAttrNodeInfo, 0, {1});
     EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusUnsupMethodAttr);
 }

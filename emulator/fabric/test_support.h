@@ -14,7 +14,7 @@
 
 namespace ibemu::fabric::test {
 
-using Mad = std::array<uint8_t, kMadSize>;
+using Mad = std::array<uint8_t, mad::kSize>;
 
 struct RxPacket {
     std::vector<uint8_t> bytes;  // flattened
@@ -23,7 +23,7 @@ struct RxPacket {
     std::span<const uint8_t> mad() const
     {
         size_t off = view.bth_offset + bth::kSize + deth::kSize;
-        return bytes.size() >= off + kMadSize ? std::span<const uint8_t>(bytes.data() + off, kMadSize)
+        return bytes.size() >= off + mad::kSize ? std::span<const uint8_t>(bytes.data() + off, mad::kSize)
                                               : std::span<const uint8_t>();
     }
 };
@@ -80,20 +80,40 @@ public:
     }
 };
 
+// PortInfo (IBA 14.2.5.6) and SwitchInfo (14.2.5.4) fields the tests look
+// at, written out here rather than taken from emulator/ib so that the tests
+// do not check the switch against its own tables.
+namespace layout {
+inline constexpr Field kPiLid{16, 2, 0, 16};
+inline constexpr Field kPiSmLid{18, 2, 0, 16};
+inline constexpr Field kPiLocalPort{28, 1, 0, 8};
+inline constexpr Field kPiState{32, 1, 0, 4};
+inline constexpr Field kPiPhys{33, 1, 4, 4};
+inline constexpr Field kPiNeighborMtu{36, 1, 4, 4};
+inline constexpr Field kSiLftTop{6, 2, 0, 16};
+inline constexpr Field kSiPsc{11, 1, 2, 1};
+}  // namespace layout
+
+// A zeroed SMP of class `cls` with its common MAD header filled in.
+inline Mad smp_header(uint8_t cls, uint8_t method, uint16_t attr, uint32_t mod, uint64_t tid)
+{
+    Mad m{};
+    std::span<uint8_t> s(m);
+    const FieldValue hdr[] = {
+        {mad::kBaseVersion, 1}, {mad::kMgmtClass, cls}, {mad::kClassVersion, 1}, {mad::kMethod, method},
+        {mad::kTid, tid},       {mad::kAttrId, attr},   {mad::kAttrMod, mod},
+    };
+    fill(s, hdr);
+    return m;
+}
+
 // A directed route SMP as the SM's own SMI sends it: hop pointer already
 // moved to 1 (C14-9:1). `path` lists the ports to leave by, the first being
 // the SM's own port.
 inline Mad dr_smp(uint8_t method, uint16_t attr, uint32_t mod, std::vector<uint8_t> path, uint64_t tid = 0x1234)
 {
-    Mad m{};
+    Mad m = smp_header(mad::kClassSubnDirected, method, attr, mod, tid);
     std::span<uint8_t> s(m);
-    mad::kBaseVersion.set(s, 1);
-    mad::kMgmtClass.set(s, mad::kClassSmpDr);
-    mad::kClassVersion.set(s, 1);
-    mad::kMethod.set(s, method);
-    mad::kTid.set(s, tid);
-    mad::kAttrId.set(s, attr);
-    mad::kAttrMod.set(s, mod);
     smp::kHopCount.set(s, path.size());
     smp::kHopPointer.set(s, path.empty() ? 0 : 1);
     smp::kDrSlid.set(s, kPermissiveLid);
@@ -105,16 +125,7 @@ inline Mad dr_smp(uint8_t method, uint16_t attr, uint32_t mod, std::vector<uint8
 
 inline Mad lid_smp(uint8_t method, uint16_t attr, uint32_t mod, uint64_t tid = 0x4321)
 {
-    Mad m{};
-    std::span<uint8_t> s(m);
-    mad::kBaseVersion.set(s, 1);
-    mad::kMgmtClass.set(s, mad::kClassSmpLid);
-    mad::kClassVersion.set(s, 1);
-    mad::kMethod.set(s, method);
-    mad::kTid.set(s, tid);
-    mad::kAttrId.set(s, attr);
-    mad::kAttrMod.set(s, mod);
-    return m;
+    return smp_header(mad::kClassSubnLid, method, attr, mod, tid);
 }
 
 inline std::span<uint8_t> smp_data(Mad& m) { return std::span<uint8_t>(m).subspan(smp::kDataOffset, smp::kDataSize); }

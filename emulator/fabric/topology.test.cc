@@ -159,9 +159,9 @@ TEST(Topology, SwitchFromAFileAnswersAsDescribed)
     ASSERT_EQ(sm.rx.size(), 1u);
     auto d = test::smp_data(sm.rx[0].mad());
     EXPECT_EQ(d[3], 24);
-    EXPECT_EQ(be64(d, 4), 0x2c90200400cb3ull);
-    EXPECT_EQ(be64(d, 12), 0x0002c90200400cb0ull);
-    EXPECT_EQ(be16(d, 30), 0xb924);
+    EXPECT_EQ(get64(d, 4), 0x2c90200400cb3ull);
+    EXPECT_EQ(get64(d, 12), 0x0002c90200400cb0ull);
+    EXPECT_EQ(get16(d, 30), 0xb924);
     EXPECT_EQ(sm.params.speed, 1);
 }
 
