@@ -230,6 +230,9 @@ private:
                          bool ackreq, uint32_t psn);
     void finish_packet(Packet& p, size_t hdr_len);
     void transmit(unsigned port, Packet& p);
+    void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
+    // Unicast DLID addressed to this port (LID 0 is never anyone's).
+    static bool is_own_lid(const Port& pt, uint16_t dlid);
     uint8_t* bounce();
     Packet& tx_packet();
     void send_doorbell(Qp& q, uint32_t hi, uint32_t lo);
@@ -246,7 +249,8 @@ private:
     void send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, uint32_t len, uint32_t psn);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig);
 
-    // Receive side (qp_engine.cc).
+    // Receive side (qp_engine.cc). loopback: sent by this port to itself.
+    void rx_packet(unsigned port, const Packet& p, bool loopback);
     void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
     void rx_ud(unsigned port, RxCtx& rx, Qp& q);
     void rx_rc_request(unsigned port, RxCtx& rx, Qp& q);

@@ -536,7 +536,9 @@ void Core::arm_timer(Qp& q, uint64_t when)
     next_deadline_ = std::min(next_deadline_, when);
 }
 
-void Core::port_receive(unsigned port, const Packet& p)
+void Core::port_receive(unsigned port, const Packet& p) { rx_packet(port, p, false); }
+
+void Core::rx_packet(unsigned port, const Packet& p, bool loopback)
 {
     if (port < 1 || port > num_ports_ || state_ != FwState::HcaUp)
         return;
@@ -546,7 +548,8 @@ void Core::port_receive(unsigned port, const Packet& p)
     rx.p = &p;
     auto drop = [&](const char* why) {
         ++db_.rx_dropped;
-        IBEMU_DEBUG(cfg_.name, "port %u: packet dropped: %s", port, why);
+        IBEMU_DEBUG(cfg_.name, "port %u: %spacket dropped: %s (DLID 0x%04x SLID 0x%04x VL %u QP 0x%x; LID 0x%04x LMC %u)",
+                    port, loopback ? "looped-back " : "", why, rx.dlid, rx.slid, rx.vl, rx.dqpn, pt.lid, pt.lmc);
     };
     if (p.hdr_len < iba::kLrhLen + iba::kBthLen || p.hdr_len > Packet::kMaxHdr || p.nseg > Packet::kMaxSegs) {
         ++pt.rcv_errors;
@@ -559,8 +562,10 @@ void Core::port_receive(unsigned port, const Packet& p)
     rx.dlid = be16(h + 2);
     uint16_t pktlen = be16(h + 4) & 0x7ff;
     rx.slid = be16(h + 6);
-    ++pt.rcv_pkts;
-    pt.rcv_data += pktlen;
+    if (!loopback) {
+        ++pt.rcv_pkts;
+        pt.rcv_data += pktlen;
+    }
     if (!pt.link_present || !pt.ib_open)
         return drop("port down");
     size_t off = iba::kLrhLen;
@@ -599,9 +604,8 @@ void Core::port_receive(unsigned port, const Packet& p)
     }
     if (smp && rx.vl != 15)
         return drop("QP0 packet not on VL15");
-    uint16_t lmc_mask = uint16_t(~((1u << pt.lmc) - 1));
     bool mcast = rx.dlid >= iba::kMulticastLidBase && rx.dlid != iba::kPermissiveLid;
-    bool for_me = (rx.dlid & lmc_mask) == (pt.lid & lmc_mask) || (smp && rx.dlid == iba::kPermissiveLid) || mcast;
+    bool for_me = is_own_lid(pt, rx.dlid) || (smp && rx.dlid == iba::kPermissiveLid) || mcast;
     if (!for_me)
         return drop("DLID not ours");
     if (!smp && pt.state != PortState::Active && pt.state != PortState::Armed)

@@ -943,6 +943,268 @@ TEST_F(QpEngine, GmpThroughQp1)
     EXPECT_EQ(a.drain(acq).size(), 2u);
 }
 
+// The special QPs of both nodes in RTS, with buffers for MADs.
+class MadEngine : public QpEngine {
+protected:
+    void SetUp() override
+    {
+        QpEngine::SetUp();
+        for (Node* n : {&a, &b}) {
+            Mads& m = mads(*n);
+            TCq& cq = n == &a ? acq : bcq;
+            m.qp0 = n->make_qp(QpService::Mlx, cq, cq, 16, 16, 4, n->d.sqp_start);
+            m.qp1 = n->make_qp(QpService::Mlx, cq, cq, 16, 16, 4, n->d.sqp_start + 2);
+            QpParams p;
+            n->to_rts(m.qp0, p);
+            p.qkey = iba::kQp1Qkey;
+            n->to_rts(m.qp1, p);
+            m.buf = n->alloc(64 * 1024);
+            m.key = n->reg(m.buf, 64 * 1024);
+        }
+    }
+
+    struct Mads {
+        TQp qp0, qp1;
+        uint64_t buf = 0;
+        uint32_t key = 0;
+        unsigned next_recv = 0;
+    };
+    Mads& mads(Node& n) { return &n == &a ? ma : mb; }
+
+    // A 256-byte MAD (class, method, TID from `tag`) sent as the driver
+    // does; returns the MAD bytes sent.
+    std::vector<uint8_t> send_mad(Node& n, bool qp0, uint16_t dlid, uint8_t tag, uint8_t path_bits = 0)
+    {
+        Mads& m = mads(n);
+        uint64_t hdr = m.buf + 60 * 1024, mad = m.buf + 61 * 1024;
+        uint8_t* bytes = n.mem().at(mad);
+        for (unsigned i = 0; i < 256; ++i)
+            bytes[i] = uint8_t(tag + i);
+        bytes[0] = 1, bytes[1] = qp0 ? 0x01 : 0x04, bytes[2] = 1, bytes[3] = 1;
+        Node::MlxWr wr;
+        wr.dlid = dlid;
+        wr.path_bits = path_bits;
+        wr.dqpn = qp0 ? 0 : 1;
+        wr.qkey = qp0 ? 0 : iba::kQp1Qkey;
+        wr.hdr_buf = {hdr, 28, m.key};
+        wr.mad = {mad, 256, m.key};
+        n.post_mlx(qp0 ? m.qp0 : m.qp1, wr);
+        return std::vector<uint8_t>(bytes, bytes + 256);
+    }
+    // Post a receive on QP0 or QP1; returns the buffer address.
+    uint64_t recv_mad(Node& n, bool qp0)
+    {
+        Mads& m = mads(n);
+        uint64_t r = m.buf + uint64_t(m.next_recv++ % 32) * 1024;
+        n.post_recv(qp0 ? m.qp0 : m.qp1, {{r, 256 + 40, m.key}});
+        return r;
+    }
+    static uint16_t slid_of(const CopiedPacket& c) { return uint16_t(c.hdr[6] << 8 | c.hdr[7]); }
+
+    Mads ma, mb;
+};
+
+// ib_mthca leaves the SLID field of an MLX header holding only the AV's
+// source path bits (mthca_read_ah: g_slid & 0x7f): the HCA puts the port's
+// LID there. Without that, a GMP leaves with SLID 0 and the answer (sent to
+// the request's SLID) never comes back.
+TEST_F(MadEngine, MlxSlidIsThePortLidWithPathBits)
+{
+    link.capture = true;
+    uint64_t r = recv_mad(b, false);
+    auto mad = send_mad(a, false, 2, 0x10);
+    link.pump();
+    ASSERT_EQ(link.captured.size(), 1u);
+    EXPECT_EQ(slid_of(link.captured[0]), 1);
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(c.qpn, mb.qp1.qpn);
+    EXPECT_EQ(c.rqpn, 1u);
+    EXPECT_EQ(c.rlid, 1);
+    EXPECT_EQ(std::memcmp(b.mem().at(r + 40), mad.data(), 256), 0);
+
+    // With LMC 2 (LIDs 4..7): LID | path bits; the answer to LID 7 is ours
+    // and reports path bits 3.
+    a.core().set_port_lid(1, 4, 2);
+    recv_mad(b, false);
+    send_mad(a, false, 2, 0x20, 3);
+    link.pump();
+    ASSERT_EQ(link.captured.size(), 2u);
+    EXPECT_EQ(slid_of(link.captured[1]), 7);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.rlid, 7);
+    r = recv_mad(a, false);
+    mad = send_mad(b, false, c.rlid, 0x30);
+    link.pump();
+    ASSERT_EQ(link.captured.size(), 3u);
+    EXPECT_EQ(slid_of(link.captured[2]), 2);
+    auto ca = a.drain(acq);
+    ASSERT_EQ(ca.size(), 3u);  // two sends, one receive
+    const TCqe& rc = ca.back();
+    EXPECT_FALSE(rc.is_send);
+    EXPECT_EQ(rc.rlid, 2);
+    EXPECT_EQ(rc.path_bits, 3);
+    EXPECT_EQ(std::memcmp(a.mem().at(r + 40), mad.data(), 256), 0);
+}
+
+// A directed-route SMP from a port without a LID: the driver sets SLR and
+// the permissive SLID, which the HCA keeps.
+TEST_F(MadEngine, MlxSlrKeepsThePermissiveSlid)
+{
+    link.capture = true;
+    recv_mad(b, true);
+    send_mad(a, true, iba::kPermissiveLid, 0x40);
+    link.pump();
+    ASSERT_EQ(link.captured.size(), 1u);
+    EXPECT_EQ(link.captured[0].vl, 15);
+    EXPECT_EQ(slid_of(link.captured[0]), 0xffff);
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.qpn, mb.qp0.qpn);
+    EXPECT_EQ(c.rlid, 0xffff);
+}
+
+// A LID-routed SMP answered by the peer: request to LID 2 on VL15, the
+// answer to the request's SLID.
+TEST_F(MadEngine, LidRoutedSmpRoundTrip)
+{
+    link.capture = true;
+    recv_mad(b, true);
+    send_mad(a, true, 2, 0x50);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(c.qpn, mb.qp0.qpn);
+    EXPECT_EQ(c.rqpn, 0u);
+    uint64_t r = recv_mad(a, true);
+    auto mad = send_mad(b, true, c.rlid, 0x60);
+    link.pump();
+    ASSERT_EQ(link.captured.size(), 2u);
+    EXPECT_EQ(link.captured[1].vl, 15);
+    auto ca = a.drain(acq);
+    ASSERT_EQ(ca.size(), 2u);
+    EXPECT_EQ(ca[1].qpn, ma.qp0.qpn);
+    EXPECT_EQ(ca[1].rlid, 2);
+    EXPECT_EQ(std::memcmp(a.mem().at(r + 40), mad.data(), 256), 0);
+}
+
+// IBA: a packet whose DLID is the sending port's own LID (within its LMC
+// range) is delivered by that port, not sent on the link: perfquery's PMA
+// query, and OpenSM's LID-routed SMPs to its own port.
+TEST_F(MadEngine, MadsToOwnLidLoopBack)
+{
+    link.capture = true;
+    uint64_t xmit = a.core().ports()[0].xmit_pkts;
+    uint64_t r1 = recv_mad(a, false);
+    auto gmp = send_mad(a, false, 1, 0x70);
+    uint64_t r0 = recv_mad(a, true);
+    auto smp = send_mad(a, true, 1, 0x80);
+    link.pump();
+    EXPECT_EQ(link.captured.size(), 0u);
+    EXPECT_EQ(a.core().ports()[0].xmit_pkts, xmit);  // never reached the link
+    auto ca = a.drain(acq);
+    ASSERT_EQ(ca.size(), 4u);
+    unsigned got = 0;
+    for (const TCqe& c : ca) {
+        EXPECT_FALSE(c.error);
+        if (c.is_send)
+            continue;
+        ++got;
+        EXPECT_EQ(c.rlid, 1);
+        if (c.qpn == ma.qp1.qpn) {
+            EXPECT_EQ(c.rqpn, 1u);
+            EXPECT_EQ(std::memcmp(a.mem().at(r1 + 40), gmp.data(), 256), 0);
+        } else {
+            EXPECT_EQ(c.qpn, ma.qp0.qpn);
+            EXPECT_EQ(c.rqpn, 0u);
+            EXPECT_EQ(std::memcmp(a.mem().at(r0 + 40), smp.data(), 256), 0);
+        }
+    }
+    EXPECT_EQ(got, 2u);
+    // Another LID of the LMC range is ours as well.
+    a.core().set_port_lid(1, 4, 1);
+    recv_mad(a, false);
+    send_mad(a, false, 5, 0x90, 1);
+    link.pump();
+    EXPECT_EQ(link.captured.size(), 0u);
+    ca = a.drain(acq);
+    ASSERT_EQ(ca.size(), 2u);
+    const TCqe& rcv = ca[0].is_send ? ca[1] : ca[0];
+    EXPECT_FALSE(rcv.is_send);
+    EXPECT_EQ(rcv.rlid, 5);
+    EXPECT_EQ(rcv.path_bits, 1);
+    EXPECT_TRUE(b.drain(bcq).empty());
+}
+
+// LID 0 is reserved: a port that has none yet takes no packet for DLID 0.
+TEST_F(MadEngine, DlidZeroIsNeverOurs)
+{
+    b.core().set_port_lid(1, 0);
+    recv_mad(b, false);
+    send_mad(a, false, 0, 0xa0);
+    link.pump();
+    TCqe c;
+    EXPECT_FALSE(b.poll(bcq, &c));
+}
+
+// Loopback for the other transports: UD and RC between two QPs of one port.
+TEST_F(UdEngine, UdAndRcToOwnLidLoopBack)
+{
+    link.capture = true;
+    TQp u1 = a.make_qp(QpService::Ud, acq, acq, 16, 16), u2 = a.make_qp(QpService::Ud, acq, acq, 16, 16);
+    QpParams p;
+    p.qkey = kQkey;
+    a.to_rts(u1, p);
+    a.to_rts(u2, p);
+    uint64_t sbuf = a.alloc(16384), rbuf = a.alloc(16384);
+    uint32_t sk = a.reg(sbuf, 16384), rk = a.reg(rbuf, 16384);
+    fill(a, sbuf, 8192, 5);
+    a.post_recv(u2, {{rbuf, 2048 + 40, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 1500, sk}};
+    wr.dlid = 1, wr.dqpn = u2.qpn, wr.qkey = kQkey;
+    a.post_send(u1, wr);
+    link.pump();
+    auto ca = a.drain(acq);
+    ASSERT_EQ(ca.size(), 2u);
+    EXPECT_FALSE(ca[0].error);
+    EXPECT_FALSE(ca[1].error);
+    const TCqe& rcv = ca[0].is_send ? ca[1] : ca[0];
+    EXPECT_EQ(rcv.qpn, u2.qpn);
+    EXPECT_EQ(rcv.rqpn, u1.qpn);
+    EXPECT_EQ(rcv.byte_cnt, 1540u);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf + 40), a.mem().at(sbuf), 1500), 0);
+
+    TQp r1 = a.make_qp(QpService::Rc, acq, acq, 16, 16), r2 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    QpParams p1, p2;
+    p1.dlid = p2.dlid = 1;
+    p1.remote_qpn = r2.qpn, p2.remote_qpn = r1.qpn;
+    p1.sq_psn = p2.rq_psn = 0x10;
+    p2.sq_psn = p1.rq_psn = 0x20;
+    a.to_rts(r1, p1);
+    a.to_rts(r2, p2);
+    a.post_recv(r2, {{rbuf + 8192, 8192, rk}});
+    wr = {};
+    wr.sges = {{sbuf, 8000, sk}};  // four packets
+    a.post_send(r1, wr);
+    wr = {};
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{rbuf, 5000, rk}};
+    wr.raddr = sbuf + 100;
+    wr.rkey = sk;
+    a.post_send(r2, wr);
+    link.pump();
+    ca = a.drain(acq);
+    ASSERT_EQ(ca.size(), 3u);
+    for (const TCqe& c : ca)
+        EXPECT_FALSE(c.error);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf + 8192), a.mem().at(sbuf), 8000), 0);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf), a.mem().at(sbuf + 100), 5000), 0);
+    EXPECT_EQ(link.captured.size(), 0u);
+    EXPECT_EQ(a.core().find_qp(r1.qpn)->state, QpState::Rts);
+}
+
 TEST_F(QpEngine, CqArmRaisesCompletionEventsOnce)
 {
     connect(QpService::Rc);

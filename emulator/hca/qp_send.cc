@@ -97,6 +97,31 @@ void Core::finish_packet(Packet& p, size_t hdr_len)
         wbe16(h + iba::kLrhLen + 4, uint16_t(total - iba::kLrhLen - iba::kGrhLen));
 }
 
+// The fields of a driver-built MLX header that the HCA itself supplies.
+// ib_mthca (build_mlx_header, mthca_read_ah) puts only the AV's source path
+// bits in the LRH SLID, and the permissive LID with the SLR bit for a
+// permissive DLID; the VL comes from the MLX segment's VL15 bit, else from
+// the SL (SL-to-VL is not modelled: VL 0).
+void Core::mlx_fixup(unsigned port, Packet& p, uint32_t flags)
+{
+    uint8_t* h = p.hdr.data();
+    p.vl = (flags & wqe::kMlxVl15) ? 15 : 0;
+    h[0] = uint8_t(p.vl << 4 | (h[0] & 0x0f));
+    if (!(flags & wqe::kMlxSlr) && port >= 1 && port <= num_ports_) {
+        const Port& pt = ports_[port - 1];
+        uint16_t path_mask = uint16_t((1u << pt.lmc) - 1);
+        wbe16(h + 6, uint16_t((pt.lid & ~path_mask) | (be16(h + 6) & path_mask)));
+    }
+}
+
+bool Core::is_own_lid(const Port& pt, uint16_t dlid)
+{
+    if (dlid == 0 || dlid >= iba::kMulticastLidBase || pt.lid == 0)
+        return false;
+    uint16_t mask = uint16_t(~((1u << pt.lmc) - 1));
+    return (dlid & mask) == (pt.lid & mask);
+}
+
 void Core::transmit(unsigned port, Packet& p)
 {
     if (port < 1 || port > num_ports_)
@@ -117,10 +142,17 @@ void Core::transmit(unsigned port, Packet& p)
         IBEMU_DEBUG(cfg_.name, "port %u: transmit nested %u deep, packet dropped", port, tx_depth_);
         return;
     }
-    ++pt.xmit_pkts;
-    pt.xmit_data += be16(p.hdr.data() + 4) & 0x7ff;
     ++tx_depth_;
-    w->transmit(p);
+    if (is_own_lid(pt, be16(p.hdr.data() + 2))) {
+        // Addressed to this port (its LID within the LMC range): the port
+        // delivers it itself, as a real port loops it back; it never
+        // reaches the link and is not counted as link traffic.
+        rx_packet(port, p, true);
+    } else {
+        ++pt.xmit_pkts;
+        pt.xmit_data += be16(p.hdr.data() + 4) & 0x7ff;
+        w->transmit(p);
+    }
     --tx_depth_;
 }
 
@@ -421,7 +453,7 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         uint32_t plen = uint32_t(w.len - w.sge[0].len);
         if (!gather_range(w, 0, plen, g, 1))
             return cqe::kLocalProt;
-        p.vl = (w.flags & wqe::kMlxVl15) ? 15 : uint8_t(p.hdr[0] >> 4);
+        mlx_fixup(q.port, p, w.flags);
         transmit(q.port, p);
         if (signaled)
             cqe_send(q, w.off, w.op, 0);

@@ -316,6 +316,44 @@ uint32_t Node::post_send(TQp& q, const SendWr& wr, bool ring)
     return off;
 }
 
+uint32_t Node::post_mlx(TQp& q, const MlxWr& wr)
+{
+    bool qp0 = q.qpn == d.sqp_start || q.qpn == d.sqp_start + 1;
+    bool permissive = wr.dlid == 0xffff;
+    // ib_ud_header_pack(): LRH, BTH (UD SEND ONLY), DETH; 256-byte payload.
+    uint8_t* h = mem().at(wr.hdr_buf.addr);
+    std::memset(h, 0, 28);
+    auto hs = std::span<uint8_t>(h, 28);
+    h[0] = qp0 ? 0xf0 : 0x00;  // VL, LVer 0
+    h[1] = uint8_t(wr.sl << 4 | 2);
+    put16(hs, 2, wr.dlid);
+    put16(hs, 4, uint16_t((28 + 256 + 4) / 4));
+    put16(hs, 6, permissive ? 0xffff : wr.path_bits & 0x7f);
+    h[8] = 0x64;
+    put16(hs, 10, wr.pkey);
+    put32(hs, 12, wr.dqpn);
+    put32(hs, 20, wr.qkey);
+    put32(hs, 24, qp0 ? 0 : 1);
+    uint32_t idx = q.sq_head & (q.sq_n - 1);
+    uint32_t off = q.sq_off + (idx << q.sq_shift);
+    uint8_t* w = mem().at(q.buf + off);
+    std::memset(w + 4, 0, (1u << q.sq_shift) - 4);  // keep nda_op (pre-linked)
+    be32w(w + 8, (qp0 ? wqe::kMlxVl15 : 0) | (permissive ? wqe::kMlxSlr : 0) | uint32_t(wr.sl) << 8 |
+                     wqe::kFlagCqUpdate);
+    put16(std::span<uint8_t>(w + 12, 2), 0, wr.dlid);
+    be32w(w + 16, 28), be32w(w + 20, wr.hdr_buf.lkey), be64w(w + 24, wr.hdr_buf.addr);
+    be32w(w + 32, wr.mad.len), be32w(w + 36, wr.mad.lkey), be64w(w + 40, wr.mad.addr);
+    be32w(w + 48, 0x80000004u);  // ICRC placeholder
+    be32w(w + 52, 0);
+    uint8_t size = 4;
+    uint8_t* prev = mem().at(q.buf + q.prev_sq);
+    be32w(prev, off | wqe::kSend);
+    be32w(prev + 4, wqe::kDbd | size);
+    q.prev_sq = off;
+    ring_send(q, q.sq_head, 1, wqe::kSend, size);
+    return off;
+}
+
 void Node::ring_send(TQp& q, uint32_t first_head, uint32_t nreq, uint8_t op0, uint8_t size0)
 {
     q.sq_head = first_head + nreq;
@@ -339,6 +377,7 @@ bool Node::poll(TCq& cq, TCqe* out)
     c.rqpn = be32r(e + 8) & 0xffffff;
     c.sl = e[12] >> 4;
     c.grh = e[13] & 0x80;
+    c.path_bits = e[13] & 0x7f;
     c.rlid = uint16_t(e[14] << 8 | e[15]);
     c.imm = be32r(e + 16);
     c.byte_cnt = be32r(e + 20);

@@ -161,6 +161,7 @@ struct TCqe {
     uint32_t rqpn = 0;
     uint16_t rlid = 0;
     uint8_t sl = 0;
+    uint8_t path_bits = 0;  // DLID path bits (g_mlpath & 0x7f)
     bool grh = false;
 };
 
@@ -245,6 +246,23 @@ public:
         std::vector<uint8_t> inline_data;
     };
     uint32_t post_send(TQp& q, const SendWr& wr, bool ring = true);
+    // A MAD sent on QP0/QP1 as ib_mthca's build_mlx_header() posts it: the
+    // UD header packed by ib_ud_header_pack() into `hdr_buf` (LRH with the
+    // SLID field holding only the AV's path bits, or the permissive LID
+    // for a permissive DLID), BTH, DETH; the MLX segment with VL15 (QP0),
+    // SLR (permissive DLID) and the SL; a gather entry for the header, one
+    // for the MAD, and the ICRC placeholder.
+    struct MlxWr {
+        uint16_t dlid = 0;
+        uint8_t sl = 0;
+        uint8_t path_bits = 0;  // the AV's source path bits (g_slid & 0x7f)
+        uint32_t dqpn = 0;
+        uint32_t qkey = 0;
+        uint16_t pkey = 0xffff;
+        TSge hdr_buf{};
+        TSge mad{};
+    };
+    uint32_t post_mlx(TQp& q, const MlxWr& wr);
     // Write the WQE chain of n sends prepared with post_send(ring=false) and
     // ring one doorbell for them.
     void ring_send(TQp& q, uint32_t first_head, uint32_t nreq, uint8_t op0, uint8_t size0);
