@@ -548,8 +548,9 @@ void Core::rx_packet(unsigned port, const Packet& p, bool loopback)
     rx.p = &p;
     auto drop = [&](const char* why) {
         ++db_.rx_dropped;
-        IBEMU_DEBUG(cfg_.name, "port %u: %spacket dropped: %s (DLID 0x%04x SLID 0x%04x VL %u QP 0x%x; LID 0x%04x LMC %u)",
-                    port, loopback ? "looped-back " : "", why, rx.dlid, rx.slid, rx.vl, rx.dqpn, pt.lid, pt.lmc);
+        IBEMU_DEBUG(cfg_.name,
+                    "port %u: %spacket dropped: %s (DLID 0x%04x SLID 0x%04x VL %u QP 0x%x; LID 0x%04x LMC %u)", port,
+                    loopback ? "looped-back " : "", why, rx.dlid, rx.slid, rx.vl, rx.dqpn, pt.lid, pt.lmc);
     };
     if (p.hdr_len < iba::kLrhLen + iba::kBthLen || p.hdr_len > Packet::kMaxHdr || p.nseg > Packet::kMaxSegs) {
         ++pt.rcv_errors;
