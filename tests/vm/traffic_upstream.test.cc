@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+// Real traffic of the upstream Debian stack across the emulated fabric: SA
+// and PMA queries, IPoIB (datagram and connected mode, iperf3), the
+// libibverbs pingpong examples and perftest. Two guests back to back, OpenSM
+// in vm0; vm0 runs the servers, vm1 the clients.
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "vm_fixture.h"
+
+namespace iblab::vmtest {
+namespace {
+
+const char *const kServerIp = "10.77.0.1";
+
+// A perftest result row: "<bytes> <iterations> <number> ..." at line start.
+::testing::AssertionResult HasResultRow(const std::string &out, unsigned bytes, unsigned iters)
+{
+	std::regex row("(^|\\n)\\s*" + std::to_string(bytes) + "\\s+" + std::to_string(iters) + "\\s+[0-9]+\\.[0-9]+");
+	if (std::regex_search(out, row))
+		return ::testing::AssertionSuccess();
+	return ::testing::AssertionFailure() << "no result row for " << bytes << " bytes x " << iters << " in:\n" << out;
+}
+
+class Traffic : public VmSuite {
+protected:
+	static void SetUpTestSuite()
+	{
+		LabOptions o;
+		o.guests = {{"vm0", Stack::Upstream}, {"vm1", Stack::Upstream}};
+		o.fabric = "b2b";
+		StartLab(o, "Traffic");
+		if (!lab_)
+			return;
+		setup_error_ = Prepare();
+	}
+	static void TearDownTestSuite() { StopLab(); }
+
+	void SetUp() override
+	{
+		VmSuite::SetUp();
+		if (!setup_error_.empty())
+			GTEST_FAIL() << setup_error_;
+	}
+
+	// Stack, SM, ACTIVE ports and IPoIB addresses; "" when all went well.
+	static std::string Prepare()
+	{
+		for (Guest *g : lab_->guests()) {
+			auto r = g->exec("modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs && "
+					 "modprobe ib_ipoib",
+					 120s);
+			if (!r.ok())
+				return g->name() + ": loading the stack failed: " + r.output;
+		}
+		auto sm = guest("vm0").exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
+		if (!sm.ok())
+			return "opensm did not start: " + sm.output;
+		for (Guest *g : lab_->guests()) {
+			auto r = g->exec("for i in $(seq 1 90); do "
+					 "  grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state && exit 0; sleep 1; "
+					 "done; cat /sys/class/infiniband/mthca0/ports/1/state; exit 1",
+					 120s);
+			if (!r.ok())
+				return g->name() + ": port not ACTIVE: " + r.output;
+		}
+		int n = 1;
+		for (Guest *g : lab_->guests()) {
+			std::string ip = "10.77.0." + std::to_string(n++) + "/24";
+			auto r = g->exec("ip link set ib0 up && ip addr add " + ip + " dev ib0", 60s);
+			if (!r.ok())
+				return g->name() + ": ib0: " + r.output;
+		}
+		// The first ARP over IPoIB needs the broadcast group joined via the SA.
+		auto p = guest("vm1").exec(std::string("for i in $(seq 1 30); do ping -c 1 -W 2 ") + kServerIp +
+						   " >/dev/null && exit 0; done; exit 1",
+					   120s);
+		if (!p.ok())
+			return "IPoIB never answered: " + p.output;
+		return "";
+	}
+
+	// Runs `server` in vm0 and, once it listens, `client` in vm1; both must
+	// succeed. Returns the client's output (the server's is appended).
+	static std::string ServerClient(const std::string &server, const std::string &client,
+					std::chrono::seconds limit = 180s)
+	{
+		auto srv = guest("vm0").start_exec(server, limit);
+		std::this_thread::sleep_for(3s);  // let it listen
+		auto cli = guest("vm1").exec(client, limit);
+		bool srv_done = srv->wait_for(limit);
+		ExecResult sr = srv_done ? srv->result() : ExecResult{};
+		EXPECT_TRUE(cli.ok()) << client << ": " << cli.describe() << "\n" << cli.output;
+		EXPECT_TRUE(srv_done && sr.ok()) << server << ": " << (srv_done ? sr.describe() : "did not finish")
+						 << "\n" << (srv_done ? sr.output : srv->take_new_output());
+		return cli.output + "\n--- server ---\n" + sr.output;
+	}
+
+	static inline std::string setup_error_;
+};
+
+TEST_F(Traffic, SaAndPmaQueriesByLid)
+{
+	auto sa = Run(guest("vm1"), "saquery -s");
+	ASSERT_TRUE(Ok(sa));
+	EXPECT_NE(sa.output.find("IsSM ports"), std::string::npos) << sa.output;
+	auto pi = Run(guest("vm1"), "smpquery portinfo 1 1");
+	ASSERT_TRUE(Ok(pi));
+	EXPECT_NE(pi.output.find("LinkUp"), std::string::npos) << pi.output;
+	EXPECT_NE(pi.output.find("Active"), std::string::npos) << pi.output;
+	auto pq = Run(guest("vm1"), "perfquery 1 1");
+	ASSERT_TRUE(Ok(pq));
+	EXPECT_NE(pq.output.find("PortXmitData"), std::string::npos) << pq.output;
+}
+
+// PortXmitData of the local port (perfquery, 4-byte words) before and after
+// traffic: the counters count what really crossed.
+TEST_F(Traffic, PortCountersMoveWithTraffic)
+{
+	auto words = [&](Guest &g) -> unsigned long {
+		auto r = g.exec("perfquery | sed -n 's/^PortXmitData:\\.*//p'", 60s);
+		return r.ok() && !r.output.empty() ? std::stoul(r.output) : 0;
+	};
+	unsigned long before = words(guest("vm1"));
+	ASSERT_TRUE(Ok(Run(guest("vm1"), std::string("ping -c 20 -i 0.2 -s 1000 ") + kServerIp)));
+	unsigned long after = words(guest("vm1"));
+	EXPECT_GE(after - before, 20ul * 1000 / 4) << "before " << before << " after " << after;
+}
+
+TEST_F(Traffic, IpoibPingDatagramMode)
+{
+	auto r = Run(guest("vm1"), std::string("cat /sys/class/net/ib0/mode; ping -c 5 -W 2 ") + kServerIp);
+	ASSERT_TRUE(Ok(r));
+	EXPECT_NE(r.output.find("datagram"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find(" 0% packet loss"), std::string::npos) << r.output;
+}
+
+TEST_F(Traffic, Iperf3OverIpoib)
+{
+	std::string out = ServerClient("iperf3 -s -1", std::string("iperf3 -t 3 -c ") + kServerIp);
+	EXPECT_NE(out.find("receiver"), std::string::npos) << out;
+}
+
+TEST_F(Traffic, IbvRcPingpong)
+{
+	std::string out = ServerClient("ibv_rc_pingpong -g 0 -n 50", std::string("ibv_rc_pingpong -g 0 -n 50 ") + kServerIp);
+	EXPECT_NE(out.find("50 iters in"), std::string::npos) << out;
+}
+
+TEST_F(Traffic, IbvUcPingpong)
+{
+	std::string out = ServerClient("ibv_uc_pingpong -g 0 -n 50", std::string("ibv_uc_pingpong -g 0 -n 50 ") + kServerIp);
+	EXPECT_NE(out.find("50 iters in"), std::string::npos) << out;
+}
+
+TEST_F(Traffic, IbvUdPingpong)
+{
+	std::string out = ServerClient("ibv_ud_pingpong -g 0 -n 50", std::string("ibv_ud_pingpong -g 0 -n 50 ") + kServerIp);
+	EXPECT_NE(out.find("50 iters in"), std::string::npos) << out;
+}
+
+TEST_F(Traffic, IbvSrqPingpong)
+{
+	std::string out =
+		ServerClient("ibv_srq_pingpong -g 0 -n 50", std::string("ibv_srq_pingpong -g 0 -n 50 ") + kServerIp);
+	EXPECT_NE(out.find("50 iters in"), std::string::npos) << out;
+}
+
+// perftest: each run must finish and report a bandwidth/latency line.
+TEST_F(Traffic, PerftestWriteBw)
+{
+	std::string out = ServerClient("ib_write_bw -n 200", std::string("ib_write_bw -n 200 ") + kServerIp);
+	EXPECT_TRUE(HasResultRow(out, 65536, 200));
+}
+
+TEST_F(Traffic, PerftestSendBw)
+{
+	std::string out = ServerClient("ib_send_bw -n 200", std::string("ib_send_bw -n 200 ") + kServerIp);
+	EXPECT_TRUE(HasResultRow(out, 65536, 200));
+}
+
+TEST_F(Traffic, PerftestReadBw)
+{
+	std::string out = ServerClient("ib_read_bw -n 200", std::string("ib_read_bw -n 200 ") + kServerIp);
+	EXPECT_TRUE(HasResultRow(out, 65536, 200));
+}
+
+TEST_F(Traffic, PerftestAtomicBw)
+{
+	std::string out = ServerClient("ib_atomic_bw -n 200", std::string("ib_atomic_bw -n 200 ") + kServerIp);
+	EXPECT_TRUE(HasResultRow(out, 8, 200));
+}
+
+TEST_F(Traffic, PerftestSendLat)
+{
+	std::string out = ServerClient("ib_send_lat -n 200", std::string("ib_send_lat -n 200 ") + kServerIp);
+	EXPECT_TRUE(HasResultRow(out, 2, 200));
+}
+
+// Last: switching modes takes the interface down and up.
+TEST_F(Traffic, IpoibPingConnectedMode)
+{
+	for (Guest *g : lab_->guests())
+		ASSERT_TRUE(Ok(Run(*g, "echo connected > /sys/class/net/ib0/mode && cat /sys/class/net/ib0/mode")));
+	auto r = Run(guest("vm1"), std::string("for i in $(seq 1 10); do ping -c 1 -W 2 ") + kServerIp +
+					   " >/dev/null && break; done; ping -c 5 -W 2 -s 8000 " + kServerIp);
+	ASSERT_TRUE(Ok(r));
+	EXPECT_NE(r.output.find(" 0% packet loss"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace iblab::vmtest
