@@ -209,5 +209,76 @@ TEST_F(Traffic, IpoibPingConnectedMode)
 	EXPECT_NE(r.output.find(" 0% packet loss"), std::string::npos) << r.output;
 }
 
+// A capture of the fabric while IPoIB pings: tshark (on the host) decodes
+// the packets as InfiniBand. tshark 4.0 has no LINKTYPE_INFINIBAND reader,
+// so the capture is written as ERF records of type InfiniBand.
+TEST_F(Traffic, CaptureDecodesAsInfiniband)
+{
+	std::string file = lab_->run_dir() + "/traffic.erf";
+	std::string r = lab_->fabric("capture start " + file + " erf");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	auto ping = Run(guest("vm1"), std::string("ping -c 3 -W 2 ") + kServerIp);
+	r = lab_->fabric("capture stop");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	ASSERT_TRUE(Ok(ping));
+	FILE *p = popen(("tshark -r " + file + " -V 2>&1").c_str(), "r");
+	ASSERT_NE(p, nullptr);
+	std::string out;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+		out.append(buf, n);
+	int st = pclose(p);
+	EXPECT_EQ(st, 0) << out.substr(0, 2000);
+	EXPECT_NE(out.find("InfiniBand"), std::string::npos) << out.substr(0, 2000);
+	EXPECT_NE(out.find("Local Route Header"), std::string::npos) << out.substr(0, 2000);
+	EXPECT_NE(out.find("Base Transport Header"), std::string::npos) << out.substr(0, 2000);
+}
+
+// Take the link down in the middle of ib_write_bw: the guests see their
+// ports go down, the transfer ends (with an error, not a hang), OpenSM
+// brings the ports back once the link is up again, and a new run passes.
+TEST_F(Traffic, LinkDownDuringWriteBwThenRecovery)
+{
+	const std::string port = "/sys/class/infiniband/mthca0/ports/1";
+	auto srv = guest("vm0").start_exec("ib_write_bw -D 20", 120s);
+	std::this_thread::sleep_for(3s);
+	auto cli = guest("vm1").start_exec(std::string("ib_write_bw -D 20 ") + kServerIp, 120s);
+	std::this_thread::sleep_for(6s);
+	std::string r = lab_->fabric("link vm0:1 down");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+
+	for (Guest *g : lab_->guests()) {
+		auto st = Run(*g, "for i in $(seq 1 30); do grep -q DOWN " + port + "/state && exit 0; sleep 1; done; "
+				  "cat " + port + "/state " + port + "/phys_state; exit 1");
+		EXPECT_TRUE(Ok(st)) << g->name() << ": the port did not go down";
+	}
+	// The transfer must end by itself: retries exhausted, not a hang. The
+	// client's status is not 0 (its QP went to error) or it finished its
+	// 20 s before the cut took effect; either way it must not time out.
+	ASSERT_TRUE(cli->wait_for(150s)) << "ib_write_bw client hung after the link went down";
+	ExecResult c = cli->result();
+	EXPECT_FALSE(c.timed_out) << c.output;
+	srv->wait_for(60s);
+	if (!srv->done())
+		Run(guest("vm0"), "pkill ib_write_bw; true");
+
+	r = lab_->fabric("link vm0:1 up");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	for (Guest *g : lab_->guests()) {
+		auto st = Run(*g, "for i in $(seq 1 90); do grep -q ACTIVE " + port + "/state && exit 0; sleep 1; done; "
+				  "cat " + port + "/state; exit 1", 120s);
+		EXPECT_TRUE(Ok(st)) << g->name() << ": OpenSM did not bring the port back";
+	}
+	// IPoIB and a new transfer work again.
+	auto p = Run(guest("vm1"), std::string("for i in $(seq 1 30); do ping -c 1 -W 2 ") + kServerIp +
+					   " >/dev/null && exit 0; done; exit 1", 120s);
+	ASSERT_TRUE(Ok(p));
+	std::string out = ServerClient("ib_write_bw -n 200", std::string("ib_write_bw -n 200 ") + kServerIp);
+	EXPECT_TRUE(HasResultRow(out, 65536, 200));
+	std::string links = lab_->fabric("show links");
+	EXPECT_NE(links.find("vm0:1-vm1:1 up"), std::string::npos) << links;
+}
+
 }  // namespace
 }  // namespace iblab::vmtest
