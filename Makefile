@@ -81,6 +81,8 @@ check:
 	$(MAKE) --no-print-directory check-lint && \
 	$(MAKE) --no-print-directory check-kunit && \
 	$(MAKE) --no-print-directory check-tests; rc=$$?; \
+	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
+	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
 	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
