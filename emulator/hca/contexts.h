@@ -266,8 +266,13 @@ struct QpRun {
     bool in_write = false;     // a multi-packet RDMA WRITE is being received
     uint64_t wva = 0;
     uint32_t wkey = 0, wleft = 0;
-    uint64_t atomic_orig = 0;  // result of the last atomic (for duplicates)
-    uint32_t atomic_psn = 0xffffffff;
+    // Results of the atomics executed, by PSN, to answer duplicates of any
+    // of them (a requester has at most kMaxOutstanding in flight).
+    struct AtomicResult {
+        uint32_t psn = 0xffffffff;  // none
+        uint64_t orig = 0;
+    };
+    std::array<AtomicResult, kMaxOutstanding> atomics{};
     bool drained_event = false;  // SQD: raise SQ_DRAINED once drained
     bool sq_busy = false, sq_again = false;  // sq_progress re-entry guard
     bool err_flushed = false;

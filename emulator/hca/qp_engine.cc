@@ -976,8 +976,12 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             uint32_t len = be32(rx.ext + 12);
             if (len == 0 || mr_check(be32(rx.ext + 8), q.a.pd, va, len, kMptRemoteRead, &m) == Tpt::Ok)
                 send_read_response(port, q, m, va, len, rx.psn);
-        } else if ((o == kCmpSwap || o == kFetchAdd) && rx.psn == r.atomic_psn) {
-            send_atomic_ack(port, q, rx.psn, r.atomic_orig);
+        } else if (o == kCmpSwap || o == kFetchAdd) {
+            // Replayed from the saved result, never executed twice; one too
+            // old to be remembered gets no answer.
+            const QpRun::AtomicResult& ar = r.atomics[rx.psn % kMaxOutstanding];
+            if (ar.psn == rx.psn)
+                send_atomic_ack(port, q, rx.psn, ar.orig);
         } else {
             send_ack(port, q, iba::kAethAck | iba::kAethCreditsInvalid, (r.epsn - 1) & iba::kPsnMask);
         }
@@ -1159,8 +1163,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         wbe64(b, nv);
         if (!mr_write(*m, va, b, 8))
             return nak(iba::kNakRemoteOp);
-        r.atomic_orig = orig;
-        r.atomic_psn = rx.psn;
+        r.atomics[rx.psn % kMaxOutstanding] = {rx.psn, orig};
         r.epsn = (r.epsn + 1) & iba::kPsnMask;
         r.msn = (r.msn + 1) & iba::kPsnMask;
         send_atomic_ack(port, q, rx.psn, orig);

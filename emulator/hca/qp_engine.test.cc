@@ -571,6 +571,43 @@ TEST_F(QpEngine, RcReadRetriedAfterLostResponse)
     EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
 }
 
+// Several FETCH_AND_ADDs in flight (perftest ib_atomic_bw keeps a queue of
+// them) and the ACK of the first one is lost: the requester retransmits all
+// of them, and the responder must answer every duplicate with the result it
+// saved, not only the last one (IBA 9.7.5.1.3), without executing it again.
+TEST_F(QpEngine, RcAtomicsReplayedAfterLostAck)
+{
+    QpParams p;
+    p.timeout = 8;
+    connect(QpService::Rc, p, p);
+    uint64_t lbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t lk = a.reg(lbuf, 4096), rk = b.reg(rbuf, 4096);
+    put64(std::span<uint8_t>(b.mem().at(rbuf), 8), 0, 1000);
+    int responses = 0;
+    link.filter = [&](const CopiedPacket& c) { return !(c.from == 1 && ++responses == 1); };
+    constexpr unsigned kN = 4;
+    for (unsigned i = 0; i < kN; ++i) {
+        Node::SendWr wr;
+        wr.op = wqe::kAtomicFa;
+        wr.sges = {{lbuf + 8 * i, 8, lk}};
+        wr.raddr = rbuf;
+        wr.rkey = rk;
+        wr.swap_add = 1;
+        a.post_send(qa, wr);
+    }
+    link.pump();
+    pump_time(3'000'000, 500'000);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), kN);
+    for (auto& c : cqes) {
+        EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+        EXPECT_EQ(c.opcode, wqe::kAtomicFa);
+    }
+    for (unsigned i = 0; i < kN; ++i)
+        EXPECT_EQ(get64(std::span<uint8_t>(a.mem().at(lbuf + 8 * i), 8), 0), 1000u + i);
+    EXPECT_EQ(get64(std::span<uint8_t>(b.mem().at(rbuf), 8), 0), 1000u + kN);  // executed once each
+}
+
 TEST_F(QpEngine, UcLostPacketDropsOnlyThatMessage)
 {
     connect(QpService::Uc);
