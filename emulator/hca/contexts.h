@@ -213,6 +213,7 @@ struct QpAttr {
     bool srq = false;
     uint8_t pkey_index = 0;
     uint8_t retry_cnt = 7, rnr_retry = 7, ackto = 0, min_rnr_timer = 0;
+    uint8_t sra_max = 0;  // log2 of the RDMA READs/atomics the requester keeps in flight
     bool rre = false, rwe = false, rae = false;
     bool sig_all = false;
     uint32_t sq_psn = 0, rq_psn = 0;

@@ -315,6 +315,8 @@ void Core::apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<
     a.sig_all = p1 & (1u << 3);
     if (optmask & (1u << 12))
         a.retry_cnt = (p1 >> 16) & 7;
+    if (optmask & (1u << 8))  // SRA_MAX: fls(max_rd_atomic - 1)
+        a.sra_max = (p1 >> 21) & 7;
     if (opcode == op::kRtr2Rts)
         a.sq_psn = g32(0x78) & iba::kPsnMask;
     a.cqn_snd = g32(0x7c) & 0xffffff;

@@ -608,6 +608,44 @@ TEST_F(QpEngine, RcAtomicsReplayedAfterLostAck)
     EXPECT_EQ(get64(std::span<uint8_t>(b.mem().at(rbuf), 8), 0), 1000u + kN);  // executed once each
 }
 
+// The requester keeps at most max_rd_atomic RDMA READs/atomics in flight
+// (SRA_MAX in the QP context, fls(max_rd_atomic - 1) as mthca_qp.c writes it);
+// the rest wait for responses.
+TEST_F(QpEngine, RcAtomicsLimitedToInitiatorDepth)
+{
+    QpParams p;
+    p.max_rd_atomic = 2;
+    connect(QpService::Rc, p, p);
+    uint64_t lbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t lk = a.reg(lbuf, 4096), rk = b.reg(rbuf, 4096);
+    unsigned in_flight = 0, most = 0, requests = 0;
+    link.filter = [&](const CopiedPacket& c) {
+        if (c.from == 0) {
+            ++requests;
+            most = std::max(most, ++in_flight);
+        } else {
+            --in_flight;
+        }
+        return true;
+    };
+    for (unsigned i = 0; i < 6; ++i) {
+        Node::SendWr wr;
+        wr.op = i % 2 ? wqe::kRdmaRead : wqe::kAtomicFa;
+        wr.sges = {{lbuf + 8 * i, 8, lk}};
+        wr.raddr = rbuf;
+        wr.rkey = rk;
+        wr.swap_add = 1;
+        a.post_send(qa, wr);
+    }
+    link.pump();
+    EXPECT_EQ(requests, 6u);
+    EXPECT_EQ(most, 2u);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 6u);
+    for (auto& c : cqes)
+        EXPECT_FALSE(c.error);
+}
+
 TEST_F(QpEngine, UcLostPacketDropsOnlyThatMessage)
 {
     connect(QpService::Uc);

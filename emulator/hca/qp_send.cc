@@ -290,6 +290,23 @@ void Core::send_doorbell(Qp& q, uint32_t hi, uint32_t lo)
         sq_progress(q);
 }
 
+namespace {
+
+bool is_read_or_atomic_wqe(uint8_t op)
+{
+    return op == wqe::kRdmaRead || op == wqe::kAtomicCs || op == wqe::kAtomicFa;
+}
+
+unsigned rd_atomic_in_flight(const QpRun& r)
+{
+    unsigned n = 0;
+    for (uint32_t i = r.out_tail; i != r.out_head; ++i)
+        n += is_read_or_atomic_wqe(r.out[i % kMaxOutstanding].op);
+    return n;
+}
+
+}  // namespace
+
 void Core::sq_progress(Qp& q)
 {
     QpRun& r = q.r;
@@ -304,6 +321,8 @@ void Core::sq_progress(Qp& q)
             bool rc = q.service == uint8_t(QpService::Rc);
             if (rc && r.out_head - r.out_tail >= kMaxOutstanding)
                 break;
+            if (rc && is_read_or_atomic_wqe(r.sq_next_op) && rd_atomic_in_flight(r) >= (1u << q.a.sra_max))
+                break;  // the initiator depth (max_rd_atomic): resumed by the responses
             WqeView w;
             uint32_t off = r.sq_next_wqe;
             if (!sq_fetch(q, off, r.sq_next_size, w)) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "hca/qp_test_support.h"
 
+#include <bit>
+
 namespace ibemu::mthca::test {
 namespace {
 
@@ -175,6 +177,8 @@ Status Node::modify(TQp& q, uint16_t opcode, QpState to, const QpParams& p, uint
     uint32_t p1 = 1u << 14 | (q.sig_all ? 1u << 3 : 0);
     if (optmask & (1u << 12))
         p1 |= uint32_t(p.retry_cnt) << 16;
+    if ((optmask & (1u << 8)) && p.max_rd_atomic)  // SRA_MAX, as mthca_qp.c writes it
+        p1 |= uint32_t(std::bit_width(unsigned(p.max_rd_atomic - 1))) << 21;
     put32(c, 0x70, p1);
     if (opcode == op::kRtr2Rts)
         put32(c, 0x78, p.sq_psn);
@@ -184,6 +188,8 @@ Status Node::modify(TQp& q, uint16_t opcode, QpState to, const QpParams& p, uint
     uint32_t p2 = 1u << 3 | (q.srq ? 1u << 4 : 0);
     if (optmask & (7u << 1))
         p2 |= (p.rre ? 1u << 15 : 0) | (p.rwe ? 1u << 14 : 0) | (p.rae ? 1u << 13 : 0);
+    if ((optmask & (1u << 9)) && p.max_dest_rd_atomic)  // RRA_MAX
+        p2 |= uint32_t(std::bit_width(unsigned(p.max_dest_rd_atomic - 1))) << 21;
     put32(c, 0x90, p2);
     uint32_t rnr = 0;
     if (optmask & (1u << 6))

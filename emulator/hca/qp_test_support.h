@@ -184,6 +184,7 @@ struct QpParams {
     uint8_t mtu = 4;  // IB_MTU_2048
     uint8_t timeout = 14;
     uint8_t retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 1;
+    uint8_t max_rd_atomic = 4, max_dest_rd_atomic = 4;  // perftest's "outstand reads"
     bool grh = false;
     std::array<uint8_t, 16> dgid{};
 };
