@@ -898,6 +898,59 @@ TEST_F(UdEngine, MulticastReachesEveryAttachedQp)
     EXPECT_EQ(std::memcmp(b.mem().at(rbuf + 4096 + 40), a.mem().at(sbuf), 64), 0);
 }
 
+// The HCA replicates multicast to the QPs of the sending port attached to
+// the group, the sender included (ipoib_ib.c drops those by SLID and source
+// QPN); the wire copy still goes out.
+TEST_F(UdEngine, MulticastLoopsBackToLocalMembers)
+{
+    make_ud();
+    TQp qa2 = a.make_qp(QpService::Ud, acq, acq, 16, 16);
+    QpParams p;
+    p.qkey = kQkey;
+    a.to_rts(qa2, p);
+    std::array<uint8_t, 16> mgid{0xff, 0x12, 0x40, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    std::memcpy(a.d.in().data(), mgid.data(), 16);
+    uint64_t hash = 0;
+    ASSERT_EQ(a.d.cmd(op::kMgidHash, a.d.in_box(), 0, 0, 0, &hash), Status::Ok);
+    std::memset(a.d.in().data(), 0, 256);
+    std::memcpy(a.d.in().data() + 16, mgid.data(), 16);
+    put32(a.d.in(), 32, 0x80000000u | qa.qpn);
+    put32(a.d.in(), 36, 0x80000000u | qa2.qpn);
+    ASSERT_EQ(a.d.cmd(op::kWriteMgm, a.d.in_box(), 0, uint32_t(hash)), Status::Ok);
+    uint64_t sbuf = a.alloc(4096), rbuf = a.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 4096), rk = a.reg(rbuf, 8192);
+    fill(a, sbuf, 64, 3);
+    a.post_recv(qa, {{rbuf, 4096, rk}});
+    a.post_recv(qa2, {{rbuf + 4096, 4096, rk}});
+    uint64_t sent = link.sent;
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 64, sk}};
+    wr.dlid = 0xc002;
+    wr.dqpn = iba::kMulticastQpn;
+    wr.qkey = kQkey;
+    wr.grh = true;
+    wr.dgid = mgid;
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(link.sent, sent + 1);  // one copy on the wire
+    auto cqes = a.drain(acq);
+    unsigned recvs = 0, sends = 0;
+    for (auto& c : cqes) {
+        EXPECT_FALSE(c.error);
+        if (c.is_send) {
+            ++sends;
+            continue;
+        }
+        ++recvs;
+        EXPECT_EQ(c.rqpn, qa.qpn);  // source QP: the sender
+        EXPECT_EQ(c.byte_cnt, 64u + 40u);
+    }
+    EXPECT_EQ(sends, 1u);
+    EXPECT_EQ(recvs, 2u);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf + 40), a.mem().at(sbuf), 64), 0);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf + 4096 + 40), a.mem().at(sbuf), 64), 0);
+}
+
 // QP0 on both sides: an SMP sent with the MLX transport (the driver builds
 // LRH/BTH/DETH itself) arrives on VL15 in the peer's QP0 receive queue.
 TEST_F(QpEngine, SmpThroughQp0MlxTransport)

@@ -152,6 +152,12 @@ void Core::transmit(unsigned port, Packet& p)
         ++pt.xmit_pkts;
         pt.xmit_data += be16(p.hdr.data() + 4) & 0x7ff;
         w->transmit(p);
+        // Multicast is also replicated to the QPs of this port attached to
+        // the group, the sending QP included (no switch sends a packet back
+        // out its ingress port; IPoIB drops its own copies by SLID/QPN).
+        uint16_t dlid = be16(p.hdr.data() + 2);
+        if (dlid >= iba::kMulticastLidBase && dlid != iba::kPermissiveLid && p.vl != 15)
+            rx_packet(port, p, true);
     }
     --tx_depth_;
 }
