@@ -45,7 +45,7 @@ struct LinkConfig {
     LinkParams params;
     uint64_t latency_ns = 0;
     bool model_rate = false;
-    unsigned slots = 32;           // deferred packets in flight per direction
+    unsigned slots = 1024;         // deferred packets in flight per direction
     uint32_t slot_payload = 4096;  // largest payload a slot holds
 };
 
