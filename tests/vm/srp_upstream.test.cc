@@ -215,6 +215,20 @@ TEST_F(Srp, FioVerify64kPsync)
 	EXPECT_TRUE(FioClean(r));
 }
 
+// Requests of the disk's largest size, four in flight: the target pulls each
+// with a 124 KiB RDMA READ, several at once (a burst that once overflowed
+// the emulated link and ended in retry-exceeded).
+TEST_F(Srp, FioVerify124kQueued)
+{
+	ASSERT_FALSE(disk_.empty()) << "no SRP disk";
+	auto r = Run(guest("vm1"),
+		     "fio --name=srp124k --filename=/dev/" + disk_ +
+			     " --rw=write --bs=124k --size=32M --direct=1 --ioengine=libaio --iodepth=4"
+			     " --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting 2>&1",
+		     900s);
+	EXPECT_TRUE(FioClean(r));
+}
+
 // What vm1 sees on the SRP disk is what vm0's ramdisk holds.
 TEST_F(Srp, InitiatorAndTargetSeeSameData)
 {
