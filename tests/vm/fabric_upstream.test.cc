@@ -2,6 +2,7 @@
 // The upstream Debian stack across the emulated fabric: OpenSM in one guest
 // brings every port ACTIVE, and the diagnostics see the topology. One lab
 // per suite: two guests back to back, three guests through one switch.
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -137,7 +138,8 @@ class ThroughASwitch : public VmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartLab(Fabric({"vm0", "vm1", "vm2"}, "star:vm0,vm1,vm2"), "ThroughASwitch");
+		// From a topology file in ibnetdiscover's format.
+		StartLab(Fabric({"vm0", "vm1", "vm2"}, IBSTACK_TOPOLOGY_DIR "/switch3.topo"), "ThroughASwitch");
 	}
 	static void TearDownTestSuite() { StopLab(); }
 };
@@ -159,7 +161,37 @@ TEST_F(ThroughASwitch, IbnetdiscoverShowsTheSwitchAndThreeHcas)
 	ASSERT_TRUE(Ok(r));
 	std::set<std::string> want = {HexGuid(guest("vm0")), HexGuid(guest("vm1")), HexGuid(guest("vm2"))};
 	EXPECT_EQ(CaIds(r.output), want) << r.output;
-	EXPECT_NE(r.output.find("\nSwitch\t"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("\nSwitch\t8 \"S-0002c90200500000\""), std::string::npos) << r.output;
+	// The cabling of the file: the HCAs on switch ports 1, 3 and 5.
+	EXPECT_NE(r.output.find("[3]\t\"" + HexGuid(guest("vm1")) + "\"[1]"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("[5]\t\"" + HexGuid(guest("vm2")) + "\"[1]"), std::string::npos) << r.output;
+}
+
+// The diagnostics by LID across the switch: SA, the switch's SMA and PMA,
+// and its forwarding table as OpenSM programmed it.
+TEST_F(ThroughASwitch, DiagnosticsThroughTheSwitch)
+{
+	Guest &g = guest("vm2");
+	auto sw = Run(g, "ibswitches");
+	ASSERT_TRUE(Ok(sw));
+	std::smatch m;
+	ASSERT_TRUE(std::regex_search(sw.output, m, std::regex("base port 0 lid ([0-9]+)"))) << sw.output;
+	std::string lid = m[1];
+	auto si = Run(g, "smpquery switchinfo " + lid);
+	ASSERT_TRUE(Ok(si));
+	EXPECT_NE(si.output.find("LinearFdbTop"), std::string::npos) << si.output;
+	auto rt = Run(g, "ibroute " + lid);
+	ASSERT_TRUE(Ok(rt));
+	EXPECT_NE(rt.output.find("valid lids dumped"), std::string::npos) << rt.output;
+	auto pq = Run(g, "perfquery " + lid + " 3");
+	ASSERT_TRUE(Ok(pq));
+	EXPECT_NE(pq.output.find("PortXmitPkts"), std::string::npos) << pq.output;
+	auto sa = Run(g, "saquery -s");
+	ASSERT_TRUE(Ok(sa));
+	EXPECT_NE(sa.output.find("IsSM ports"), std::string::npos) << sa.output;
+	auto pr = Run(g, "saquery -p");
+	ASSERT_TRUE(Ok(pr));
+	EXPECT_NE(pr.output.find("PathRecord dump"), std::string::npos) << pr.output;
 }
 
 }  // namespace
