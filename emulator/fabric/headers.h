@@ -19,17 +19,7 @@ namespace ibemu::fabric {
 // The IBA definitions the fabric shares with the HCA model (emulator/ib):
 // big-endian field access, the header and MAD field tables, LID and QP
 // constants.
-using ib::Field;
-using ib::FieldValue;
-using ib::fill;
-using ib::get16;
-using ib::get32;
-using ib::get64;
-using ib::get8;
-using ib::put16;
-using ib::put32;
-using ib::put64;
-using ib::put8;
+using namespace ib::wire;
 using ib::kMulticastLidBase;
 using ib::kPermissiveLid;
 using ib::kQp1Qkey;

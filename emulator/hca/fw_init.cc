@@ -579,7 +579,7 @@ Status Core::cmd_mad_ifc(Cmd& c)
         return s;  // BAD_PKT: dropped, as firmware does with MADs it has no agent for
     if (!write_box(c, c.out_param, out))
         return Status::InternalErr;
-    uint16_t mstatus = get16(out, mad::kStatus) & 0x7fff;
+    uint16_t mstatus = uint16_t(mad::kStatus.get(out) & 0x7fff);
     if (mstatus) {
         char buf[32];
         snprintf(buf, sizeof buf, " -> MAD status 0x%04x", mstatus);

@@ -8,19 +8,24 @@
 
 #include <cstdint>
 
+#include "ib/headers.h"
+
 namespace ibemu::mthca::iba {
 
-inline constexpr unsigned kLrhLen = 8, kGrhLen = 40, kBthLen = 12, kDethLen = 8, kRethLen = 16, kAethLen = 4,
-                          kAtomicEthLen = 28, kAtomicAckLen = 8, kImmLen = 4;
+// LRH, GRH, BTH and DETH come from emulator/ib/headers.h (shared with the
+// fabric); the extended transport headers only the QP engine parses are here.
+inline constexpr unsigned kLrhLen = ib::lrh::kSize, kGrhLen = ib::grh::kSize, kBthLen = ib::bth::kSize,
+                          kDethLen = ib::deth::kSize, kRethLen = 16, kAethLen = 4, kAtomicEthLen = 28,
+                          kAtomicAckLen = 8, kImmLen = 4;
 
 // LRH link next header.
-inline constexpr uint8_t kLnhIbaLocal = 2, kLnhIbaGlobal = 3;
-inline constexpr uint8_t kGrhNextHdrIba = 0x1b;
+inline constexpr uint8_t kLnhIbaLocal = ib::lrh::kLnhLocal, kLnhIbaGlobal = ib::lrh::kLnhGlobal;
+inline constexpr uint8_t kGrhNextHdrIba = ib::grh::kNxtHdrIba;
 
-inline constexpr uint16_t kPermissiveLid = 0xffff;
-inline constexpr uint16_t kMulticastLidBase = 0xc000;
+using ib::kMulticastLidBase;
+using ib::kPermissiveLid;
+using ib::kQp1Qkey;
 inline constexpr uint32_t kMulticastQpn = 0xffffff;
-inline constexpr uint32_t kQp1Qkey = 0x80010000u;
 
 // Transport (opcode bits 7:5).
 inline constexpr uint8_t kTrRc = 0, kTrUc = 1, kTrRd = 2, kTrUd = 3;

@@ -7,21 +7,16 @@
 #include <array>
 #include <cstdint>
 
+#include "ib/attributes.h"
+
 namespace ibemu::mthca {
 
-// IBA 14.2.5.6, PortInfo PortState / PortPhysicalState encodings.
-enum class PortState : uint8_t { NoChange = 0, Down = 1, Init = 2, Armed = 3, Active = 4 };
-enum class PhysState : uint8_t {
-    NoChange = 0,
-    Sleep = 1,
-    Polling = 2,
-    Disabled = 3,
-    Training = 4,
-    LinkUp = 5,
-    ErrorRecovery = 6,
-};
-const char* port_state_name(PortState s);
-const char* phys_state_name(PhysState s);
+// IBA 14.2.5.6, PortInfo PortState / PortPhysicalState encodings, shared
+// with the fabric.
+using ib::PhysState;
+using ib::PortState;
+using ib::phys_state_name;
+using ib::port_state_name;
 
 inline constexpr unsigned kPkeyTableLen = 64;  // QUERY_DEV_LIM max_pkeys
 inline constexpr unsigned kGidTableLen = 32;   // QUERY_DEV_LIM max_gids

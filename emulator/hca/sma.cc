@@ -5,93 +5,17 @@
 #include <cstring>
 
 #include "hca/wire.h"
+#include "ib/attributes.h"
 
 namespace ibemu::mthca {
 
-const char* port_state_name(PortState s)
-{
-    static const char* const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE"};
-    unsigned i = unsigned(s);
-    return i < 5 ? names[i] : "?";
-}
-
-const char* phys_state_name(PhysState s)
-{
-    static const char* const names[] = {"NOP",      "SLEEP",  "POLLING",  "DISABLED",
-                                        "TRAINING", "LINKUP", "ERR_RECOVERY"};
-    unsigned i = unsigned(s);
-    return i < 7 ? names[i] : "?";
-}
-
 namespace {
 
-// NodeInfo (IBA 14.2.5.3), offsets within the SMP data.
-namespace nodeinfo {
-constexpr Field kBaseVersion{0, 1, 0, 8};
-constexpr Field kClassVersion{1, 1, 0, 8};
-constexpr Field kNodeType{2, 1, 0, 8};
-constexpr Field kNumPorts{3, 1, 0, 8};
-constexpr Field kSysImageGuid{4, 8, 0, 64};
-constexpr Field kNodeGuid{12, 8, 0, 64};
-constexpr Field kPortGuid{20, 8, 0, 64};
-constexpr Field kPartitionCap{28, 2, 0, 16};
-constexpr Field kDeviceId{30, 2, 0, 16};
-constexpr Field kRevision{32, 4, 0, 32};
-constexpr Field kLocalPortNum{36, 4, 24, 8};
-constexpr Field kVendorId{36, 4, 0, 24};
-constexpr uint8_t kNodeTypeCa = 1;
-}  // namespace nodeinfo
-
-// PortInfo (IBA 14.2.5.6), offsets within the SMP data.
-namespace portinfo {
-constexpr Field kMkey{0, 8, 0, 64};
-constexpr Field kGidPrefix{8, 8, 0, 64};
-constexpr Field kLid{16, 2, 0, 16};
-constexpr Field kMasterSmLid{18, 2, 0, 16};
-constexpr Field kCapMask{20, 4, 0, 32};
-constexpr Field kDiagCode{24, 2, 0, 16};
-constexpr Field kMkeyLease{26, 2, 0, 16};
-constexpr Field kLocalPortNum{28, 1, 0, 8};
-constexpr Field kWidthEnabled{29, 1, 0, 8};
-constexpr Field kWidthSupported{30, 1, 0, 8};
-constexpr Field kWidthActive{31, 1, 0, 8};
-constexpr Field kSpeedSupported{32, 1, 4, 4};
-constexpr Field kPortState{32, 1, 0, 4};
-constexpr Field kPhysState{33, 1, 4, 4};
-constexpr Field kDownDefault{33, 1, 0, 4};
-constexpr Field kMkeyProtect{34, 1, 6, 2};
-constexpr Field kLmc{34, 1, 0, 3};
-constexpr Field kSpeedActive{35, 1, 4, 4};
-constexpr Field kSpeedEnabled{35, 1, 0, 4};
-constexpr Field kNeighborMtu{36, 1, 4, 4};
-constexpr Field kMasterSmSl{36, 1, 0, 4};
-constexpr Field kVlCap{37, 1, 4, 4};
-constexpr Field kInitType{37, 1, 0, 4};
-constexpr Field kVlHighLimit{38, 1, 0, 8};
-constexpr Field kVlArbHighCap{39, 1, 0, 8};
-constexpr Field kVlArbLowCap{40, 1, 0, 8};
-constexpr Field kInitTypeReply{41, 1, 4, 4};
-constexpr Field kMtuCap{41, 1, 0, 4};
-constexpr Field kVlStallCount{42, 1, 5, 3};
-constexpr Field kHoqLife{42, 1, 0, 5};
-constexpr Field kOperationalVls{43, 1, 4, 4};
-constexpr Field kPartEnforce{43, 1, 0, 4};
-constexpr Field kMkeyViolations{44, 2, 0, 16};
-constexpr Field kPkeyViolations{46, 2, 0, 16};
-constexpr Field kQkeyViolations{48, 2, 0, 16};
-constexpr Field kGuidCap{50, 1, 0, 8};
-constexpr Field kClientRereg{51, 1, 7, 1};
-constexpr Field kSubnetTimeout{51, 1, 0, 5};
-constexpr Field kRespTime{52, 1, 0, 5};
-constexpr Field kLocalPhyErrors{53, 1, 4, 4};
-constexpr Field kOverrunErrors{53, 1, 0, 4};
-}  // namespace portinfo
-
-// PortCounters (IBA 16.1.3.5), offsets within the PMA data.
-namespace portcounters {
-constexpr Field kPortSelect{1, 1, 0, 8};
-constexpr Field kCounterSelect{2, 2, 0, 16};
-}  // namespace portcounters
+// NodeInfo (IBA 14.2.5.3), PortInfo (14.2.5.6) and PortCounters
+// (16.1.3.5), shared with the switch's SMA and PMA.
+namespace nodeinfo = ib::nodeinfo;
+namespace portinfo = ib::portinfo;
+namespace portcounters = ib::portcounters;
 
 void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t> d)
 {
@@ -329,12 +253,12 @@ Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned po
                     std::span<uint8_t> out, std::string* log)
 {
     char buf[128];
-    uint8_t base_version = get8(in, mad::kBaseVersion);
-    uint8_t mclass = get8(in, mad::kMgmtClass);
-    uint8_t class_version = get8(in, mad::kClassVersion);
-    uint8_t method = get8(in, mad::kMethod);
-    uint16_t attr = get16(in, mad::kAttrId);
-    uint32_t mod = get32(in, mad::kAttrMod);
+    uint8_t base_version = uint8_t(mad::kBaseVersion.get(in));
+    uint8_t mclass = uint8_t(mad::kMgmtClass.get(in));
+    uint8_t class_version = uint8_t(mad::kClassVersion.get(in));
+    uint8_t method = uint8_t(mad::kMethod.get(in));
+    uint16_t attr = uint16_t(mad::kAttrId.get(in));
+    uint32_t mod = uint32_t(mad::kAttrMod.get(in));
     snprintf(buf, sizeof buf, "class 0x%02x method 0x%02x attr 0x%04x mod 0x%x", mclass, method, attr, mod);
     *log = buf;
 
@@ -350,10 +274,10 @@ Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned po
     }
 
     std::memcpy(out.data(), in.data(), mad::kSize);
-    std::span<uint8_t> data = out.subspan(smp ? mad::kSmpData : mad::kGmpData, smp ? 64 : 192);
-    std::span<const uint8_t> in_data = in.subspan(smp ? mad::kSmpData : mad::kGmpData, smp ? 64 : 192);
+    std::span<uint8_t> data = out.subspan(smp ? smp::kDataOffset : pma::kDataOffset, smp ? smp::kDataSize : pma::kDataSize);
+    std::span<const uint8_t> in_data = in.subspan(smp ? smp::kDataOffset : pma::kDataOffset, smp ? smp::kDataSize : pma::kDataSize);
     std::memset(data.data(), 0, data.size());
-    put8(out, mad::kMethod, mad::kMethodGetResp);
+    mad::kMethod.set(out, mad::kMethodGetResp);
 
     uint16_t mstatus = 0;
     Port& p = ports[port - 1];
@@ -369,8 +293,8 @@ Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned po
     }
     // The directed-route D bit lives in the top of the status word; keep it
     // as it came, the driver sets it on the way back.
-    uint16_t st = get16(in, mad::kStatus) & 0x8000;
-    put16(out, mad::kStatus, uint16_t(st | mstatus));
+    uint16_t st = uint16_t(mad::kStatus.get(in) & 0x8000);
+    mad::kStatus.set(out, uint16_t(st | mstatus));
     if (mstatus)
         std::memset(data.data(), 0, data.size());
     return Status::Ok;

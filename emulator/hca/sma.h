@@ -13,6 +13,7 @@
 
 #include "hca/port.h"
 #include "hca/status.h"
+#include "ib/mad.h"
 
 namespace ibemu::mthca {
 
@@ -26,51 +27,27 @@ struct NodeIdentity {
     std::string description;  // NodeDescription, up to 64 bytes
 };
 
-// MAD header fields and constants (IBA 13.4.3, 14.2.1).
+// MAD header fields and constants (IBA 13.4.3, 14.2.1), shared with the
+// fabric (emulator/ib/mad.h). The SMP and PMA attribute ids the firmware's
+// agents answer are re-exported here, so they read mad::kAttr... as before.
 namespace mad {
-inline constexpr size_t kSize = 256;
-inline constexpr unsigned kBaseVersion = 0;
-inline constexpr unsigned kMgmtClass = 1;
-inline constexpr unsigned kClassVersion = 2;
-inline constexpr unsigned kMethod = 3;
-inline constexpr unsigned kStatus = 4;
-inline constexpr unsigned kHopPtr = 6;
-inline constexpr unsigned kHopCnt = 7;
-inline constexpr unsigned kAttrId = 16;
-inline constexpr unsigned kAttrMod = 20;
-inline constexpr unsigned kSmpMkey = 24;
-inline constexpr unsigned kSmpData = 64;  // SMP data, 64 bytes
-inline constexpr unsigned kGmpData = 64;  // PMA data after 40 reserved bytes
-
-inline constexpr uint8_t kClassSubnLid = 0x01;
-inline constexpr uint8_t kClassSubnDirected = 0x81;
-inline constexpr uint8_t kClassPerf = 0x04;
-
-inline constexpr uint8_t kMethodGet = 0x01;
-inline constexpr uint8_t kMethodSet = 0x02;
-inline constexpr uint8_t kMethodGetResp = 0x81;
-inline constexpr uint8_t kMethodTrapRepress = 0x07;
-
-// MAD status (IBA 13.4.7, table 109): the "invalid field" code in bits 4:2.
-inline constexpr uint16_t kStatusBadVersion = 1 << 2;
-inline constexpr uint16_t kStatusUnsupMethod = 2 << 2;
-inline constexpr uint16_t kStatusUnsupMethodAttr = 3 << 2;
-inline constexpr uint16_t kStatusInvalidField = 7 << 2;
-
+using namespace ib::mad;
 // SMP attributes (IBA 14.2.5, table 145).
-inline constexpr uint16_t kAttrNodeDesc = 0x0010;
-inline constexpr uint16_t kAttrNodeInfo = 0x0011;
-inline constexpr uint16_t kAttrGuidInfo = 0x0014;
-inline constexpr uint16_t kAttrPortInfo = 0x0015;
-inline constexpr uint16_t kAttrPkeyTable = 0x0016;
-inline constexpr uint16_t kAttrSlToVl = 0x0017;
-inline constexpr uint16_t kAttrVlArb = 0x0018;
-inline constexpr uint16_t kAttrSmInfo = 0x0020;
+using ib::smp::kAttrGuidInfo;
+using ib::smp::kAttrNodeDesc;
+using ib::smp::kAttrNodeInfo;
+using ib::smp::kAttrPkeyTable;
+using ib::smp::kAttrPortInfo;
+using ib::smp::kAttrSlToVl;
+using ib::smp::kAttrSmInfo;
+using ib::smp::kAttrVlArb;
 // PMA attributes (IBA 16.1.3, 16.1.4).
-inline constexpr uint16_t kAttrClassPortInfo = 0x0001;
-inline constexpr uint16_t kAttrPortCounters = 0x0012;
-inline constexpr uint16_t kAttrPortCountersExt = 0x001d;
+using ib::pma::kAttrClassPortInfo;
+using ib::pma::kAttrPortCounters;
+using ib::pma::kAttrPortCountersExt;
 }  // namespace mad
+namespace smp = ib::smp;
+namespace pma = ib::pma;
 
 class Sma {
 public:

@@ -19,6 +19,11 @@
 
 namespace ibemu::ib {
 
+// The accessors, Field, FieldValue and fill() are also reachable as
+// ib::wire::..., so that a component can take just these with one
+// `using namespace ib::wire;`.
+inline namespace wire {
+
 inline uint8_t get8(std::span<const uint8_t> b, size_t off) { return off < b.size() ? b[off] : 0; }
 inline uint16_t get16(std::span<const uint8_t> b, size_t off) { return uint16_t(get8(b, off) << 8 | get8(b, off + 1)); }
 inline uint32_t get32(std::span<const uint8_t> b, size_t off) { return uint32_t(get16(b, off)) << 16 | get16(b, off + 2); }
@@ -93,4 +98,5 @@ void fill(std::span<uint8_t> b, const FieldValue (&table)[N])
         fv.field.set(b, fv.value);
 }
 
+}  // namespace wire
 }  // namespace ibemu::ib
