@@ -27,49 +27,23 @@ std::string Trim(std::string s)
 	return s;
 }
 
-class Srp : public VmSuite {
+class Srp : public PairSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		LabOptions o;
-		o.guests = {{"vm0", Stack::Upstream}, {"vm1", Stack::Upstream}};
-		o.fabric = "b2b";
-		StartLab(o, "Srp");
+		StartLab(PairOptions(), "Srp");
 		if (!lab_)
 			return;
-		setup_error_ = Prepare();
+		setup_error_ = BringUpPair();
+		if (setup_error_.empty())
+			setup_error_ = Prepare();
 	}
 	static void TearDownTestSuite() { StopLab(); }
 
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
-
-	// Stack, SM, ACTIVE ports, ib_srpt + ramdisk + configfs in vm0, ib_srp
-	// and sd_mod (no udev to load it) in vm1; "" when all went well.
+	// ib_srpt + ramdisk + configfs in vm0, ib_srp and sd_mod (no udev to
+	// load it) in vm1; "" when all went well.
 	static std::string Prepare()
 	{
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec("modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs && "
-					 "modprobe ib_ipoib",
-					 120s);
-			if (!r.ok())
-				return g->name() + ": loading the stack failed: " + r.output;
-		}
-		auto sm = guest("vm0").exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
-		if (!sm.ok())
-			return "opensm did not start: " + sm.output;
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec(std::string("for i in $(seq 1 90); do "
-						     "  grep -q ACTIVE ") + kPort + "/state && exit 0; sleep 1; "
-					 "done; cat " + kPort + "/state; exit 1",
-					 120s);
-			if (!r.ok())
-				return g->name() + ": port not ACTIVE: " + r.output;
-		}
 		auto t = guest("vm0").exec("modprobe ib_srpt && modprobe brd rd_nr=1 rd_size=" +
 						   std::to_string(kRamdiskKiB) +
 						   " && { mountpoint -q /sys/kernel/config || "
@@ -103,7 +77,6 @@ protected:
 		return r.ok() ? Trim(r.output) : "";
 	}
 
-	static inline std::string setup_error_;
 	static inline std::string target_gid_;    // vm0 port GID, the srpt target name
 	static inline std::string target_string_; // what srp_daemon printed for it
 	static inline std::string disk_;          // e.g. "sda" in vm1

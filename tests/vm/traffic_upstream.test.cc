@@ -23,48 +23,22 @@ const char *const kServerIp = "10.77.0.1";
 	return ::testing::AssertionFailure() << "no result row for " << bytes << " bytes x " << iters << " in:\n" << out;
 }
 
-class Traffic : public VmSuite {
+class Traffic : public PairSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		LabOptions o;
-		o.guests = {{"vm0", Stack::Upstream}, {"vm1", Stack::Upstream}};
-		o.fabric = "b2b";
-		StartLab(o, "Traffic");
+		StartLab(PairOptions(), "Traffic");
 		if (!lab_)
 			return;
-		setup_error_ = Prepare();
+		setup_error_ = BringUpPair();
+		if (setup_error_.empty())
+			setup_error_ = AddressIpoib();
 	}
 	static void TearDownTestSuite() { StopLab(); }
 
-	void SetUp() override
+	// IPoIB addresses 10.77.0.1 (vm0) and .2 (vm1); "" when vm1 reaches vm0.
+	static std::string AddressIpoib()
 	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
-
-	// Stack, SM, ACTIVE ports and IPoIB addresses; "" when all went well.
-	static std::string Prepare()
-	{
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec("modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs && "
-					 "modprobe ib_ipoib",
-					 120s);
-			if (!r.ok())
-				return g->name() + ": loading the stack failed: " + r.output;
-		}
-		auto sm = guest("vm0").exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
-		if (!sm.ok())
-			return "opensm did not start: " + sm.output;
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec("for i in $(seq 1 90); do "
-					 "  grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state && exit 0; sleep 1; "
-					 "done; cat /sys/class/infiniband/mthca0/ports/1/state; exit 1",
-					 120s);
-			if (!r.ok())
-				return g->name() + ": port not ACTIVE: " + r.output;
-		}
 		int n = 1;
 		for (Guest *g : lab_->guests()) {
 			std::string ip = "10.77.0." + std::to_string(n++) + "/24";
@@ -96,8 +70,6 @@ protected:
 						 << "\n" << (srv_done ? sr.output : srv->take_new_output());
 		return cli.output + "\n--- server ---\n" + sr.output;
 	}
-
-	static inline std::string setup_error_;
 };
 
 TEST_F(Traffic, SaAndPmaQueriesByLid)

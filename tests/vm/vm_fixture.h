@@ -78,6 +78,55 @@ protected:
 	static inline std::string boot_error_;
 };
 
+// Two upstream guests, vm0 and vm1, cabled back to back, with OpenSM in vm0:
+// the setting of the suites that move traffic. A suite calls BringUpPair()
+// from SetUpTestSuite (after StartLab(PairOptions(), ...)) and stores what it
+// returns in setup_error_; every test then fails early if that went wrong.
+class PairSuite : public VmSuite {
+protected:
+	static LabOptions PairOptions()
+	{
+		LabOptions o;
+		o.guests = {{"vm0", Stack::Upstream}, {"vm1", Stack::Upstream}};
+		o.fabric = "b2b";
+		return o;
+	}
+
+	// Loads the stack, starts OpenSM in vm0 and waits until both ports are
+	// ACTIVE. Returns "" when all went well, else what failed.
+	static std::string BringUpPair()
+	{
+		for (Guest *g : lab_->guests()) {
+			auto r = g->exec("modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs && "
+					 "modprobe ib_ipoib",
+					 120s);
+			if (!r.ok())
+				return g->name() + ": loading the stack failed: " + r.output;
+		}
+		auto sm = lab_->guest("vm0").exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
+		if (!sm.ok())
+			return "opensm did not start: " + sm.output;
+		const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
+		for (Guest *g : lab_->guests()) {
+			auto r = g->exec("for i in $(seq 1 90); do grep -q ACTIVE " + state +
+						 " && exit 0; sleep 1; done; cat " + state + "; exit 1",
+					 120s);
+			if (!r.ok())
+				return g->name() + ": port not ACTIVE: " + r.output;
+		}
+		return "";
+	}
+
+	void SetUp() override
+	{
+		VmSuite::SetUp();
+		if (!setup_error_.empty())
+			GTEST_FAIL() << setup_error_;
+	}
+
+	static inline std::string setup_error_;
+};
+
 // ASSERT_TRUE(Ok(r)) prints the command's result and output when it failed.
 inline ::testing::AssertionResult Ok(const ExecResult &r)
 {
