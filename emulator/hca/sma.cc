@@ -212,9 +212,11 @@ uint16_t Sma::pma(Port& p, uint8_t method, uint16_t attr, std::span<const uint8_
             uint16_t sel = attr == mad::kAttrPortCounters ? uint16_t(portcounters::kCounterSelect.get(in)) : 0xffff;
             if (attr == mad::kAttrPortCountersExt)
                 sel = 0xf000;
-            if (sel & (1u << 4))
+            // CounterSelect bits (IBA 16.1.3.5): 3 PortRcvErrors,
+            // 6 PortXmitDiscards, 12..15 the data and packet counters.
+            if (sel & (1u << 3))
                 p.rcv_errors = 0;
-            if (sel & (1u << 7))
+            if (sel & (1u << 6))
                 p.xmit_discards = 0;
             if (sel & (1u << 12))
                 p.xmit_data = 0;
