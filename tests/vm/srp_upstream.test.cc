@@ -80,6 +80,8 @@ protected:
 	static inline std::string target_gid_;    // vm0 port GID, the srpt target name
 	static inline std::string target_string_; // what srp_daemon printed for it
 	static inline std::string disk_;          // e.g. "sda" in vm1
+
+	static ::testing::AssertionResult FioVerify(const std::string &name, const std::string &job);
 };
 
 // targetcli builds the LIO configuration: block backstore on /dev/ram0, an
@@ -166,26 +168,27 @@ TEST_F(Srp, LoginCreatesDisk)
 	return ::testing::AssertionSuccess();
 }
 
+// One fio job on the SRP disk in vm1 that writes, then reads back and
+// checks crc32c of every block; `job` gives the pattern, block size, engine.
+::testing::AssertionResult Srp::FioVerify(const std::string &name, const std::string &job)
+{
+	auto r = Run(guest("vm1"),
+			      "fio --name=" + name + " --filename=/dev/" + disk_ + " " + job +
+				      " --direct=1 --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting 2>&1",
+			      900s);
+	return FioClean(r);
+}
+
 TEST_F(Srp, FioVerify4kLibaio)
 {
 	ASSERT_FALSE(disk_.empty()) << "no SRP disk";
-	auto r = Run(guest("vm1"),
-		     "fio --name=srp4k --filename=/dev/" + disk_ +
-			     " --rw=randwrite --bs=4k --size=32M --direct=1 --ioengine=libaio --iodepth=16"
-			     " --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting 2>&1",
-		     900s);
-	EXPECT_TRUE(FioClean(r));
+	EXPECT_TRUE(FioVerify("srp4k", "--rw=randwrite --bs=4k --size=32M --ioengine=libaio --iodepth=16"));
 }
 
 TEST_F(Srp, FioVerify64kPsync)
 {
 	ASSERT_FALSE(disk_.empty()) << "no SRP disk";
-	auto r = Run(guest("vm1"),
-		     "fio --name=srp64k --filename=/dev/" + disk_ +
-			     " --rw=randwrite --bs=64k --size=32M --offset=32M --direct=1 --ioengine=psync"
-			     " --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting 2>&1",
-		     900s);
-	EXPECT_TRUE(FioClean(r));
+	EXPECT_TRUE(FioVerify("srp64k", "--rw=randwrite --bs=64k --size=32M --offset=32M --ioengine=psync"));
 }
 
 // Requests of the disk's largest size, four in flight: the target pulls each
@@ -194,12 +197,7 @@ TEST_F(Srp, FioVerify64kPsync)
 TEST_F(Srp, FioVerify124kQueued)
 {
 	ASSERT_FALSE(disk_.empty()) << "no SRP disk";
-	auto r = Run(guest("vm1"),
-		     "fio --name=srp124k --filename=/dev/" + disk_ +
-			     " --rw=write --bs=124k --size=32M --direct=1 --ioengine=libaio --iodepth=4"
-			     " --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting 2>&1",
-		     900s);
-	EXPECT_TRUE(FioClean(r));
+	EXPECT_TRUE(FioVerify("srp124k", "--rw=write --bs=124k --size=32M --ioengine=libaio --iodepth=4"));
 }
 
 // What vm1 sees on the SRP disk is what vm0's ramdisk holds.
