@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "fabric/headers.h"
+#include "ib/notice.h"
 
 namespace ibemu::fabric {
 
@@ -40,18 +41,8 @@ constexpr Field kMftTop{18, 2, 0, 16};
 // PortInfo CapabilityMask of port 0: IsTrapSupported (3), IsSLMappingSupported (6).
 constexpr uint32_t kSwitchCapMask = (1u << 3) | (1u << 6);
 
-// Notice (IBA 14.2.5.1), the generic form.
-namespace notice {
-constexpr Field kIsGeneric{0, 1, 7, 1};
-constexpr Field kType{0, 1, 0, 7};
-constexpr Field kProducerType{0, 4, 0, 24};  // bytes 1..3
-constexpr Field kTrapNumber{4, 2, 0, 16};
-constexpr Field kIssuerLid{6, 2, 0, 16};
-constexpr Field kToggleCount{8, 2, 0, 16};
-constexpr Field kTrap128Lid{10, 2, 0, 16};  // DataDetails of trap 128: LIDADDR
-constexpr uint8_t kTypeUrgent = 1;
-constexpr uint32_t kProducerSwitch = 2;
-}  // namespace notice
+// Notice (IBA 14.2.5.1), shared with the HCA's firmware.
+namespace notice = ib::notice;
 
 constexpr unsigned kMadHdrOffset(unsigned bth_off) { return bth_off + bth::kSize + deth::kSize; }
 
@@ -464,18 +455,19 @@ void Switch::sma_process(unsigned in, std::span<const uint8_t> hdr, std::span<ui
     uint16_t attr = uint16_t(mad::kAttrId.get(mad));
     uint32_t mod = uint32_t(mad::kAttrMod.get(mad));
     std::span<uint8_t> data = mad.subspan(smp::kDataOffset, smp::kDataSize);
-    // M_Key check (IBA 14.2.4.1, C14-17 .. C14-20): a zero M_Key or a
-    // matching one passes. Otherwise a Set never does, nor a Get when
-    // MKeyProtectBits >= 2; such an SMP is dropped without a response and
-    // counted in MKeyViolations. Protect 1 lets a Get through with the
-    // M_Key read as zero. (No lease timer, no trap 256.)
-    bool key_ok = mkey_ == 0 || smp::kMkey.get(mad) == mkey_;
-    if (!key_ok && (method == mad::kMethodSet || mkey_protect_ >= 2)) {
-        if (mkey_violations_ != 0xffff)
-            ++mkey_violations_;
+    // M_Key check (IBA 14.2.4.1, C14-17 .. C14-20; the rules live in
+    // ib::MkeyGuard): a failing SMP is dropped without a response, counted
+    // in MKeyViolations and reported with trap 256. Protect 1 lets a Get
+    // through with the M_Key read as zero. The lease expires lazily: only
+    // an SMP can observe the protect bits.
+    mkey_.expire(sched_.now());
+    auto verdict = mkey_.check(method, smp::kMkey.get(mad), sched_.now());
+    if (verdict == ib::MkeyGuard::Verdict::Violation) {
         ++dropped_smps_;
+        send_trap256(mad, lrh_slid);
         return;
     }
+    bool key_ok = verdict == ib::MkeyGuard::Verdict::Pass;
     uint16_t status = 0;
     if (mad::kBaseVersion.get(mad) != 1 || mad::kClassVersion.get(mad) != 1) {
         status = mad::kStatusBadVersion;  // IBA 13.4.7
@@ -561,13 +553,13 @@ void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
     // LID, M_Key, GIDPrefix, MasterSMLID, LMC and the timers belong to port
     // 0 (IBA 14.2.5.6, switch notes); external ports report port 0's.
     const FieldValue table[] = {
-        {kMkey, mkey_},
+        {kMkey, mkey_.key()},
         {kGidPrefix, gid_prefix_},
         {kLid, lid_},
         {kMasterSmLid, sm_lid_},
         {kCapMask, n == 0 ? kSwitchCapMask : 0},
         {kDiagCode, 0},
-        {kMkeyLease, mkey_lease_},
+        {kMkeyLease, mkey_.lease_period()},
         {kLocalPortNum, in},
         {kWidthEnabled, p.width_enabled},
         {kWidthSupported, 3},  // 1x | 4x
@@ -576,7 +568,7 @@ void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
         {kPortState, uint64_t(p.state)},
         {kPhysState, phys},
         {kDownDefault, p.down_default},
-        {kMkeyProtect, mkey_protect_},
+        {kMkeyProtect, mkey_.protect()},
         {kLmc, lmc_},
         {kSpeedActive, speed_active},
         {kSpeedEnabled, p.speed_enabled},
@@ -592,7 +584,7 @@ void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
         {kHoqLife, p.hoq_life},
         {kOperationalVls, p.operational_vls},
         {kPartEnforce, p.part_enforce},
-        {kMkeyViolations, mkey_violations_},
+        {kMkeyViolations, mkey_.violations()},
         {kGuidCap, n == 0 ? 1u : 0u},
         {kSubnetTimeout, subnet_timeout_},
         {kRespTime, 8},
@@ -643,14 +635,13 @@ uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
         // protection and SubnetTimeout belong to port 0; on external ports
         // they are ignored on Set (IBA 14.2.5.6, switch notes), so an SM
         // writing back an old copy of an external port cannot undo them.
-        mkey_ = kMkey.get(d);
+        mkey_.assign(kMkey.get(d), uint8_t(kMkeyProtect.get(d)), uint16_t(kMkeyLease.get(d)));
+        mkey_.set_violations(uint16_t(kMkeyViolations.get(d)));
         gid_prefix_ = kGidPrefix.get(d);
         lid_ = uint16_t(kLid.get(d));
         lmc_ = uint8_t(kLmc.get(d));
         sm_lid_ = uint16_t(kMasterSmLid.get(d));
         sm_sl_ = uint8_t(kMasterSmSl.get(d));
-        mkey_lease_ = uint16_t(kMkeyLease.get(d));
-        mkey_protect_ = uint8_t(kMkeyProtect.get(d));
         subnet_timeout_ = uint8_t(kSubnetTimeout.get(d));
     }
     // LinkWidthEnabled 0xff and LinkSpeedEnabled 15 mean "all supported";
@@ -982,10 +973,11 @@ void Switch::gsi_receive(unsigned in, const Packet& p, unsigned bth_off)
     send_on(out, r, false);
 }
 
-void Switch::send_trap128()
+void Switch::send_trap(std::span<const uint8_t> ntc, unsigned number)
 {
-    // IBA 14.2.5.1 / 14.3.?: traps go LID routed to PortInfo:MasterSMLID;
-    // without a switch LID or an SM LID there is nobody to tell.
+    // IBA 14.2.5.1: traps go LID routed to PortInfo:MasterSMLID; without a
+    // switch LID or an SM LID there is nobody to tell. The M_Key field
+    // carries the switch's M_Key, which the SM's TrapRepress echoes.
     if (!lid_ || !sm_lid_)
         return;
     uint8_t mad[mad::kSize] = {};
@@ -993,9 +985,23 @@ void Switch::send_trap128()
     const FieldValue hdr[] = {
         {mad::kBaseVersion, 1},  {mad::kMgmtClass, mad::kClassSubnLid}, {mad::kClassVersion, 1},
         {mad::kMethod, mad::kMethodTrap}, {mad::kTid, ++trap_tid_},   {mad::kAttrId, smp::kAttrNotice},
+        {smp::kMkey, mkey_.key()},
     };
     fill(m, hdr);
-    std::span<uint8_t> d = m.subspan(smp::kDataOffset, smp::kDataSize);
+    std::memcpy(mad + smp::kDataOffset, ntc.data(), std::min<size_t>(ntc.size(), smp::kDataSize));
+    uint8_t out = sm_lid_ < lft_.size() ? lft_[sm_lid_] : 0xff;
+    if (out == 0xff || out == 0 || out > cfg_.num_ports) {
+        IBEMU_DEBUG(cfg_.name, "trap %u: no route to SM LID %u", number, sm_lid_);
+        return;
+    }
+    IBEMU_INFO(cfg_.name, "trap %u to SM LID %u via port %u", number, sm_lid_, out);
+    ++ports_[out].ctr.traps_sent;
+    smi_lid_route({}, m, sm_lid_, sm_sl_);
+}
+
+void Switch::send_trap128()
+{
+    uint8_t d[smp::kDataSize] = {};
     const FieldValue ntc[] = {
         {notice::kIsGeneric, 1},
         {notice::kType, notice::kTypeUrgent},
@@ -1005,15 +1011,39 @@ void Switch::send_trap128()
         {notice::kToggleCount, 0},
         {notice::kTrap128Lid, lid_},
     };
-    fill(d, ntc);
-    uint8_t out = sm_lid_ < lft_.size() ? lft_[sm_lid_] : 0xff;
-    if (out == 0xff || out == 0 || out > cfg_.num_ports) {
-        IBEMU_DEBUG(cfg_.name, "trap 128: no route to SM LID %u", sm_lid_);
-        return;
+    fill(std::span<uint8_t>(d), ntc);
+    send_trap(d, 128);
+}
+
+void Switch::send_trap256(std::span<const uint8_t> mad, uint16_t lrh_slid)
+{
+    // Bad M_Key (IBA 14.2.5.1, table 131): who asked what, with which key.
+    uint8_t d[smp::kDataSize] = {};
+    bool dr = mad::kMgmtClass.get(mad) == mad::kClassSubnDirected;
+    unsigned hops = unsigned(smp::kHopCount.get(mad));
+    const FieldValue ntc[] = {
+        {notice::kIsGeneric, 1},
+        {notice::kType, notice::kTypeSecurity},
+        {notice::kProducerType, notice::kProducerSwitch},
+        {notice::kTrapNumber, 256},
+        {notice::kIssuerLid, lid_},
+        {notice::kTrap256Lid, lrh_slid},
+        {notice::kTrap256DrSlid, dr ? smp::kDrSlid.get(mad) : 0},
+        {notice::kTrap256Method, mad::kMethod.get(mad)},
+        {notice::kTrap256AttrId, mad::kAttrId.get(mad)},
+        {notice::kTrap256AttrMod, mad::kAttrMod.get(mad)},
+        {notice::kTrap256Mkey, smp::kMkey.get(mad)},
+        {notice::kTrap256DrNotice, dr},
+        {notice::kTrap256DrTrunc, dr && hops > notice::kTrap256PathLen},
+        {notice::kTrap256DrHops, dr ? std::min<unsigned>(hops, notice::kTrap256PathLen) : 0},
+    };
+    fill(std::span<uint8_t>(d), ntc);
+    if (dr) {
+        // Return path entries 1..hop count (entry 0 is unused).
+        unsigned n = std::min<unsigned>(hops, notice::kTrap256PathLen);
+        std::memcpy(d + notice::kTrap256PathOffset, mad.data() + smp::kReturnPathOffset + 1, n);
     }
-    IBEMU_INFO(cfg_.name, "trap 128 to SM LID %u via port %u", sm_lid_, out);
-    ++ports_[out].ctr.traps_sent;
-    smi_lid_route({}, m, sm_lid_, sm_sl_);
+    send_trap(d, 256);
 }
 
 }  // namespace ibemu::fabric

@@ -34,6 +34,7 @@
 #include "fabric/clock.h"
 #include "fabric/packet.h"
 #include "ib/attributes.h"
+#include "ib/mkey.h"
 
 namespace ibemu::fabric {
 
@@ -101,7 +102,7 @@ public:
     uint8_t lft(uint16_t lid) const { return lid < lft_.size() ? lft_[lid] : 0xff; }
     const SwitchPortCounters& counters(unsigned n) const;
     uint64_t dropped_smps() const { return dropped_smps_; }
-    uint16_t mkey_violations() const { return mkey_violations_; }
+    uint16_t mkey_violations() const { return mkey_.violations(); }
 
 private:
     struct Port;
@@ -127,6 +128,9 @@ private:
     void gsi_receive(unsigned in, const Packet& p, unsigned bth_off);
     uint16_t pma_port_counters(uint8_t method, std::span<uint8_t> data);
     void send_trap128();
+    void send_trap256(std::span<const uint8_t> mad, uint16_t lrh_slid);
+    // A Trap() with Notice `ntc` (64 bytes) to PortInfo:MasterSMLID.
+    void send_trap(std::span<const uint8_t> ntc, unsigned number);
 
     Scheduler& sched_;
     SwitchConfig cfg_;
@@ -139,12 +143,9 @@ private:
     uint8_t lmc_ = 0;
     uint16_t sm_lid_ = 0;
     uint8_t sm_sl_ = 0;
-    uint64_t mkey_ = 0;
-    uint16_t mkey_lease_ = 0;
-    uint8_t mkey_protect_ = 0;
+    ib::MkeyGuard mkey_;
     uint64_t gid_prefix_ = 0xfe80000000000000ull;
     uint8_t subnet_timeout_ = 0;
-    uint16_t mkey_violations_ = 0;
     // SwitchInfo.
     uint16_t lft_top_ = 0;
     uint16_t mft_top_ = 0;

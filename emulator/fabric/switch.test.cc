@@ -618,5 +618,50 @@ TEST_F(SwitchTest, TablesRoundTrip)
     EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusUnsupMethodAttr);
 }
 
+// A violation is reported with trap 256 to the SM, and the M_Key lease
+// (IBA 14.2.4.2) drops the protection when nobody with the key shows up.
+TEST_F(SwitchTest, MkeyViolationTrap256AndLease)
+{
+    build("star:2");
+    configure_star(2, 10);
+    static constexpr Field kPiMkey{0, 8, 0, 64};
+    static constexpr Field kPiLease{26, 2, 0, 16};
+    static constexpr Field kPiProtect{34, 1, 6, 2};
+    ASSERT_TRUE(set_port_info({1}, 0, [](std::span<uint8_t> d) {
+        kPiMkey.set(d, 0x1234);
+        kPiProtect.set(d, 3);
+        kPiLease.set(d, 2);
+    }));
+    Switch* sw = fab.find_switch("sw0");
+    // No answer: what comes back to the SM is the trap.
+    auto t = dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1});
+    EXPECT_EQ(sw->mkey_violations(), 1);
+    ASSERT_TRUE(t);
+    std::span<const uint8_t> m(*t);
+    EXPECT_EQ(mad::kMgmtClass.get(m), mad::kClassSubnLid);
+    EXPECT_EQ(mad::kMethod.get(m), mad::kMethodTrap);
+    EXPECT_EQ(smp::kMkey.get(m), 0x1234u);
+    auto d = m.subspan(smp::kDataOffset, smp::kDataSize);
+    EXPECT_EQ(d[0], 0x82);  // generic, security
+    EXPECT_EQ(get16(d, 4), 256);
+    EXPECT_EQ(get16(d, 6), 10);
+    EXPECT_EQ(d[16], mad::kMethodGet);
+    EXPECT_EQ(get16(d, 18), smp::kAttrNodeInfo);
+    EXPECT_EQ(get64(d, 24), 0u);
+    EXPECT_EQ(d[33], 0x80 | 1);  // directed route, one hop
+    EXPECT_EQ(d[34], 1);         // the return path: port 1
+
+    // Two seconds later, still no key: protection gone, Gets answered.
+    clock.advance(2'000'000'000ull);
+    auto r = dr(mad::kMethodGet, smp::kAttrPortInfo, 0, {1});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(kPiProtect.get(test::smp_data(*r)), 0u);
+    EXPECT_EQ(kPiMkey.get(test::smp_data(*r)), 0x1234u);
+    t = dr(mad::kMethodSet, smp::kAttrPortInfo, 0, {1}, &*r);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(mad::kMethod.get(*t), mad::kMethodTrap);
+    EXPECT_EQ(sw->mkey_violations(), 2);
+}
+
 }  // namespace
 }  // namespace ibemu::fabric

@@ -264,6 +264,16 @@ private:
                      const RxCtx& rx, bool solicited);
     void rc_ack_upto(Qp& q, uint32_t psn, bool data_ok);
     bool pkey_ok(const Port& pt, uint16_t pkey, const Qp& q, uint8_t* index);
+
+    // Traps (traps.cc).
+    static uint64_t trap_interval_ns(const Port& p);
+    void raise_trap(unsigned port, TrapKind kind, std::span<const uint8_t> notice);
+    void trap_deliver(unsigned port, const TrapSlot& t);
+    void trap_repress(unsigned port, uint64_t tid);
+    uint64_t trap_poll(uint64_t now_ns);
+    void trap_key_violation(unsigned port, TrapKind kind, const RxCtx& rx, uint32_t key, uint32_t src_qp);
+    uint64_t trap_tid_ = 0x4d54000000000000ull;
+    std::array<uint8_t, 256> trap_mad_{};
     uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
 
     std::array<Wire*, 2> wires_{};

@@ -9,6 +9,7 @@
 #include "hca/core.h"
 #include "hca/regs.h"
 #include "hca/wire.h"
+#include "ib/notice.h"
 
 namespace ibemu::mthca {
 namespace {
@@ -116,7 +117,7 @@ constexpr size_t kSize = 0x40;
 }  // namespace setib
 
 // MAD_IFC.
-constexpr unsigned kMadIfcHasWc = 0x4;
+constexpr unsigned kMadIfcIgnoreMkey = 0x1, kMadIfcHasWc = 0x4;
 
 // Aux ICM the firmware wants: one page per 2 MiB of ICM, at least one.
 uint64_t aux_pages_for(uint64_t icm_size) { return (icm_size + (2ull << 20) - 1) >> 21 ?: 1; }
@@ -542,7 +543,26 @@ Status Core::cmd_set_ib(Cmd& c)
     Port& p = ports_[port - 1];
     // The SM bit is the subnet manager's to claim; everything else is the
     // driver's to set (IBA 14.2.5.6, CapabilityMask).
+    uint32_t old_mask = p.cap_mask;
     p.cap_mask = uint32_t(setib::kCapMask.get(in));
+    if (p.cap_mask != old_mask && (p.cap_mask & kCapIsCapMaskNoticeSupported)) {
+        // Trap 144 tells the SM (IBA 14.2.5.1): OpenSM, say, learns that
+        // a port now has IsSM set.
+        namespace notice = ib::notice;
+        uint8_t d[64] = {};
+        const FieldValue ntc[] = {
+            {notice::kIsGeneric, 1},
+            {notice::kType, notice::kTypeInfo},
+            {notice::kProducerType, notice::kProducerCa},
+            {notice::kTrapNumber, 144},
+            {notice::kIssuerLid, p.lid},
+            {notice::kTrap144Lid, p.lid},
+            {notice::kTrap144LocalChanges, 0},
+            {notice::kTrap144CapMask, p.cap_mask},
+        };
+        fill(std::span<uint8_t>(d), ntc);
+        raise_trap(port, TrapKind::CapMask, d);
+    }
     if (setib::kFlagRqk.get(in))
         p.qkey_violations = 0;
     if (setib::kFlagSig.get(in))
@@ -565,7 +585,20 @@ Status Core::cmd_mad_ifc(Cmd& c)
     std::array<uint8_t, mad::kSize> out{};
     std::span<Port> ports(ports_.data(), num_ports_);
     std::array<PortState, 2> before{ports_[0].state, ports_[1].state};
-    Status s = sma_.process(node_, ports, port, std::span<const uint8_t>(in.data(), mad::kSize), out, &c.note);
+    // ib_mthca sets op_mod bit 0 (ignore M_Key) for its own queries and
+    // for every MAD without a work completion; only SMPs received from
+    // the fabric (or from a local SM through the MAD layer) are checked.
+    MadIfcInfo info;
+    info.check_mkey = !(c.op_mod & kMadIfcIgnoreMkey);
+    info.slid = uint16_t(c.in_mod >> 16);
+    info.now_ns = now_;
+    MadEffects fx;
+    Status s = sma_.process(node_, ports, port, std::span<const uint8_t>(in.data(), mad::kSize), out, &c.note, info,
+                            &fx);
+    if (fx.bad_mkey && (c.op_mod & kMadIfcHasWc))
+        raise_trap(port, TrapKind::BadMkey, fx.notice);
+    if (fx.repress)
+        trap_repress(port, fx.repress_tid);
     // An SM Set(PortInfo) may have moved a port; raise PORT_CHANGE as the
     // firmware does.
     for (unsigned p = 0; p < num_ports_; ++p) {

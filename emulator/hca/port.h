@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ib/attributes.h"
+#include "ib/mkey.h"
 
 namespace ibemu::mthca {
 
@@ -27,6 +28,30 @@ inline constexpr unsigned kGidTableLen = 32;   // QUERY_DEV_LIM max_gids
 // IsVendorClassSupported(20), IsCapabilityMaskNoticeSupported(22),
 // IsClientReregistrationSupported(25).
 inline constexpr uint32_t kDefaultPortCapMask = 0x02500a68;
+
+// PortInfo CapabilityMask bits the firmware itself acts on.
+inline constexpr uint32_t kCapIsTrapSupported = 1u << 3;
+inline constexpr uint32_t kCapIsCapMaskNoticeSupported = 1u << 22;
+
+// The traps the firmware sends for a port (IBA 14.2.5.1), one slot each: a
+// trap is outstanding from its first send until the SM's TrapRepress with
+// its TID; while outstanding it is resent on a timer, and a new event of
+// the same kind only updates the Notice it carries.
+enum class TrapKind : uint8_t { CapMask, BadMkey, BadPkey, BadQkey, Count };
+inline constexpr unsigned kNumTrapKinds = unsigned(TrapKind::Count);
+
+// Resent every 4.096 us * 2^SubnetTimeout, but not more often than once a
+// second, and given up after this many resends without a TrapRepress.
+inline constexpr uint64_t kTrapMinIntervalNs = 1'000'000'000;
+inline constexpr uint8_t kTrapMaxResends = 16;
+
+struct TrapSlot {
+    bool outstanding = false;
+    uint64_t tid = 0;
+    uint64_t next_ns = 0;  // next resend
+    uint8_t resends = 0;
+    std::array<uint8_t, 64> notice{};
+};
 
 struct Port {
     unsigned num = 1;
@@ -50,7 +75,7 @@ struct Port {
     uint16_t sm_lid = 0;
     uint8_t lmc = 0;
     uint8_t sm_sl = 0;
-    uint64_t mkey = 0;
+    ib::MkeyGuard mkey;  // M_Key, protect bits, lease, violations
     uint64_t gid_prefix = 0xfe80000000000000ull;
     uint32_t cap_mask = kDefaultPortCapMask;
     uint8_t subnet_timeout = 0;
@@ -64,6 +89,8 @@ struct Port {
     uint64_t xmit_data = 0, rcv_data = 0, xmit_pkts = 0, rcv_pkts = 0;
     uint64_t rcv_errors = 0, xmit_discards = 0, vl15_dropped = 0;
     uint16_t mtu_active = 2048;  // what the link negotiated
+    std::array<TrapSlot, kNumTrapKinds> traps{};
+    uint64_t traps_sent = 0, traps_repressed = 0;
     std::array<uint16_t, kPkeyTableLen> pkeys{};
 
     void power_on(unsigned n, uint64_t port_guid)

@@ -528,6 +528,7 @@ uint64_t Core::poll(uint64_t now_ns)
     // doorbell record changes): look again soon for them to flush.
     if (errs)
         next = std::min(next, now_ns + kErrPollNs);
+    next = std::min(next, trap_poll(now_ns));
     next_deadline_ = next;
     return next;
 }
@@ -686,6 +687,10 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
         if (!pkey_ok(pt, rx.pkey, q, &rx.pkey_index)) {
             if (pt.pkey_violations != 0xffff)
                 ++pt.pkey_violations;
+            uint32_t src_qp = (rx.opcode >> 5) == iba::kTrUd && rx.ext_len >= iba::kDethLen
+                                  ? be32(rx.ext + 4) & 0xffffff
+                                  : q.a.remote_qpn;
+            trap_key_violation(port, TrapKind::BadPkey, rx, rx.pkey, src_qp);
             ++db_.rx_dropped;
             IBEMU_DEBUG(cfg_.name, "port %u: P_Key 0x%04x violation on QP 0x%x", port, rx.pkey, q.qpn);
             return;
@@ -927,6 +932,7 @@ void Core::rx_ud(unsigned port, RxCtx& rx, Qp& q)
     if (q.special != SpecialQp::Smi && qkey != want) {
         if (pt.qkey_violations != 0xffff)
             ++pt.qkey_violations;
+        trap_key_violation(port, TrapKind::BadQkey, rx, qkey, be32(rx.ext + 4) & 0xffffff);
         ++db_.rx_dropped;
         IBEMU_DEBUG(cfg_.name, "port %u: Q_Key 0x%08x violation on QP 0x%x", port, qkey, q.qpn);
         return;

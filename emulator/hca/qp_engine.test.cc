@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "hca/qp_test_support.h"
+#include "ib/notice.h"
 
 namespace ibemu::mthca::test {
 namespace {
@@ -1584,6 +1585,250 @@ TEST_F(QpEngine, HostileWqesAndDoorbells)
     }
     Log::set_level(LogLevel::Info);
     SUCCEED();
+}
+
+// ---- M_Key and traps (MAD_IFC, QP0) ----------------------------------------
+
+// The firmware SMA behind MAD_IFC with M_Key protection, and the traps it
+// hands to the driver through QP0.
+class FirmwareTraps : public MadEngine {
+protected:
+    static constexpr uint8_t kIgnoreKeys = 0x3, kWithWc = 0x4;
+    static constexpr uint64_t kSec = 1'000'000'000ull;
+
+    // MAD_IFC of an SMP on port 1 of `n`; the response lands in n.d.out().
+    Status smp(Node& n, uint8_t method, uint16_t attr, uint64_t mkey, uint8_t op_mod, uint16_t slid = 9,
+               uint64_t tid = 0x77, const uint8_t* data = nullptr)
+    {
+        auto in = n.d.in();
+        std::memset(in.data(), 0, 512);
+        in[0] = 1, in[1] = mad::kClassSubnLid, in[2] = 1, in[3] = method;
+        put64(in, 8, tid);
+        put16(in, 16, attr);
+        put32(in, 20, attr == mad::kAttrPortInfo ? 1 : 0);
+        put64(in, 24, mkey);
+        if (data)
+            std::memcpy(in.data() + 64, data, 64);
+        if (op_mod & kWithWc)
+            put16(in, 256 + 0x0e, slid);
+        return n.d.cmd(op::kMadIfc, n.d.in_box(), n.d.out_box(), 1u | uint32_t(slid) << 16, op_mod);
+    }
+    std::array<uint8_t, 64> port_info(Node& n)
+    {
+        std::array<uint8_t, 64> pi{};
+        EXPECT_EQ(smp(n, mad::kMethodGet, mad::kAttrPortInfo, 0, kIgnoreKeys), Status::Ok);
+        std::memcpy(pi.data(), n.d.out().data() + 64, 64);
+        return pi;
+    }
+    // What an SM assigns: SM LID, M_Key and its protection and lease.
+    void configure(Node& n, uint16_t sm_lid, uint64_t mkey, uint8_t protect, uint16_t lease)
+    {
+        auto pi = port_info(n);
+        std::span<uint8_t> d(pi);
+        ib::portinfo::kMasterSmLid.set(d, sm_lid);
+        ib::portinfo::kMkey.set(d, mkey);
+        ib::portinfo::kMkeyProtect.set(d, protect);
+        ib::portinfo::kMkeyLease.set(d, lease);
+        ASSERT_EQ(smp(n, mad::kMethodSet, mad::kAttrPortInfo, mkey, kIgnoreKeys, 0, 0x1, pi.data()), Status::Ok);
+    }
+    uint16_t violations(Node& n) { return uint16_t(ib::portinfo::kMkeyViolations.get(port_info(n))); }
+};
+
+TEST_F(FirmwareTraps, MkeyChecksOnlyWhatComesFromTheFabric)
+{
+    configure(a, 2, 0x1234, 2, 0);
+    // The driver's own queries carry the ignore-M_Key bit: always answered.
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrNodeInfo, 0, kIgnoreKeys), Status::Ok);
+    EXPECT_EQ(violations(a), 0);
+    // From the fabric without the key: dropped (BAD_PKT), counted.
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrNodeInfo, 0x99, kWithWc), Status::BadPkt);
+    EXPECT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0, kWithWc), Status::BadPkt);
+    EXPECT_EQ(violations(a), 2);
+    // With the key: answered, the key shown.
+    ASSERT_EQ(smp(a, mad::kMethodGet, mad::kAttrPortInfo, 0x1234, kWithWc), Status::Ok);
+    EXPECT_EQ(get64(a.d.out(), 64), 0x1234u);
+    EXPECT_EQ(ib::portinfo::kMkeyProtect.get(std::span<const uint8_t>(a.d.out().data() + 64, 64)), 2u);
+
+    // Protect 1: a Get without the key works but reads M_Key 0; a Set does not.
+    configure(a, 2, 0x1234, 1, 0);
+    ASSERT_EQ(smp(a, mad::kMethodGet, mad::kAttrPortInfo, 0, kWithWc), Status::Ok);
+    EXPECT_EQ(get64(a.d.out(), 64), 0u);
+    EXPECT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0, kWithWc), Status::BadPkt);
+    // Protect 0: a Get sees the key.
+    configure(a, 2, 0x1234, 0, 0);
+    ASSERT_EQ(smp(a, mad::kMethodGet, mad::kAttrPortInfo, 0, kWithWc), Status::Ok);
+    EXPECT_EQ(get64(a.d.out(), 64), 0x1234u);
+    // The SM clears the counter by writing PortInfo.
+    auto pi = port_info(a);
+    ib::portinfo::kMkeyViolations.set(std::span<uint8_t>(pi), 0);
+    ASSERT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0x1234, kIgnoreKeys, 0, 1, pi.data()), Status::Ok);
+    EXPECT_EQ(violations(a), 0);
+}
+
+TEST_F(FirmwareTraps, MkeyLeaseDropsTheProtection)
+{
+    configure(a, 2, 0x1234, 3, 5);  // lease 5 s
+    a.core().poll(10 * kSec);
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrPortInfo, 0, kWithWc), Status::BadPkt);
+    a.core().poll(14 * kSec);
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrPortInfo, 0, kWithWc), Status::BadPkt);
+    a.core().poll(15 * kSec);  // 5 s after the first violation
+    ASSERT_EQ(smp(a, mad::kMethodGet, mad::kAttrPortInfo, 0, kWithWc), Status::Ok);
+    EXPECT_EQ(get64(a.d.out(), 64), 0x1234u);  // protect 0 now
+    EXPECT_EQ(a.d.out()[64 + 34] >> 6, 0);
+    EXPECT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0, kWithWc), Status::BadPkt);
+}
+
+// Trap 256 reaches QP0 as a MAD from SLID 0 (ib_mthca forwards it to the
+// SM); resent until the SM's TrapRepress, never duplicated meanwhile.
+TEST_F(FirmwareTraps, BadMkeyTrapThroughQp0UntilRepressed)
+{
+    configure(a, 2, 0x1234, 2, 0);
+    uint64_t r0 = recv_mad(a, true);
+    uint64_t r1 = recv_mad(a, true);
+    uint64_t r2 = recv_mad(a, true);
+    a.core().poll(0);
+    EXPECT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0xbad, kWithWc, 9), Status::BadPkt);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 1u);
+    EXPECT_EQ(cqes[0].qpn, ma.qp0.qpn);
+    EXPECT_EQ(cqes[0].rlid, 0);
+    EXPECT_EQ(cqes[0].rqpn, 0u);
+    const uint8_t* m = a.mem().at(r0) + 40;
+    std::span<const uint8_t> mad(m, 256);
+    EXPECT_EQ(mad[1], mad::kClassSubnLid);
+    EXPECT_EQ(mad[3], mad::kMethodTrap);
+    EXPECT_EQ(get16(mad, 16), smp::kAttrNotice);
+    EXPECT_EQ(get64(mad, 24), 0x1234u);  // the port's M_Key, echoed by TrapRepress
+    uint64_t tid = get64(mad, 8);
+    auto n = mad.subspan(64, 64);
+    EXPECT_EQ(n[0], 0x80 | ib::notice::kTypeSecurity);
+    EXPECT_EQ(get16(n, 4), 256);
+    EXPECT_EQ(get16(n, 6), 1);                        // issuer: our LID
+    EXPECT_EQ(get16(n, 12), 9);                       // who sent the SMP
+    EXPECT_EQ(n[16], mad::kMethodSet);
+    EXPECT_EQ(get16(n, 18), smp::kAttrPortInfo);
+    EXPECT_EQ(get64(n, 24), 0xbadu);                  // the key it used
+
+    // Another violation while the trap is outstanding: no new trap.
+    EXPECT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0xbad, kWithWc), Status::BadPkt);
+    EXPECT_TRUE(a.drain(acq).empty());
+    // Not repressed: resent after the interval (SubnetTimeout 0: 1 s floor).
+    a.core().poll(kSec - 1);
+    EXPECT_TRUE(a.drain(acq).empty());
+    EXPECT_EQ(a.core().poll(kSec), 2 * kSec);
+    ASSERT_EQ(a.drain(acq).size(), 1u);
+    EXPECT_EQ(get64(std::span<const uint8_t>(a.mem().at(r1) + 40, 256), 8), tid);
+    // TrapRepress (with the M_Key, as the SM echoes it): no more resends.
+    EXPECT_EQ(smp(a, mad::kMethodTrapRepress, smp::kAttrNotice, 0x1234, kWithWc, 2, tid), Status::Ok);
+    EXPECT_EQ(a.core().ports()[0].traps_repressed, 1u);
+    a.core().poll(10 * kSec);
+    EXPECT_TRUE(a.drain(acq).empty());
+    // A TrapRepress without the key is itself an M_Key violation.
+    EXPECT_EQ(smp(a, mad::kMethodTrapRepress, smp::kAttrNotice, 0, kWithWc, 2, tid), Status::BadPkt);
+    ASSERT_EQ(a.drain(acq).size(), 1u);
+    EXPECT_NE(get64(std::span<const uint8_t>(a.mem().at(r2) + 40, 256), 8), tid);
+}
+
+TEST_F(FirmwareTraps, ResendsAreBoundedAndFollowSubnetTimeout)
+{
+    auto pi = port_info(a);
+    std::span<uint8_t> d(pi);
+    ib::portinfo::kMasterSmLid.set(d, 2);
+    ib::portinfo::kMkey.set(d, 0x55);
+    ib::portinfo::kMkeyProtect.set(d, 3);
+    ib::portinfo::kSubnetTimeout.set(d, 20);  // 4.096 us * 2^20 = 4.29 s
+    ASSERT_EQ(smp(a, mad::kMethodSet, mad::kAttrPortInfo, 0, kIgnoreKeys, 0, 1, pi.data()), Status::Ok);
+    for (unsigned i = 0; i < 8; ++i)
+        recv_mad(a, true);
+    a.core().poll(0);
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrNodeInfo, 0, kWithWc), Status::BadPkt);
+    uint64_t interval = 4096ull << 20;
+    uint64_t t = 0;
+    unsigned sent = unsigned(a.drain(acq).size());
+    EXPECT_EQ(sent, 1u);
+    for (unsigned i = 0; i < 40; ++i) {
+        t += interval;
+        a.core().poll(t);
+        unsigned got = unsigned(a.drain(acq).size());
+        sent += got;
+        for (unsigned k = 0; k < got; ++k)
+            recv_mad(a, true);
+    }
+    EXPECT_EQ(sent, 1u + kTrapMaxResends);
+    EXPECT_EQ(a.core().ports()[0].traps_sent, 1u + kTrapMaxResends);
+}
+
+TEST_F(FirmwareTraps, NoTrapBeforeAnSmConfiguredThePort)
+{
+    // M_Key set but no SM LID: the violation counts, no trap reaches QP0.
+    configure(a, 0, 0x1234, 2, 0);
+    recv_mad(a, true);
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrNodeInfo, 0, kWithWc), Status::BadPkt);
+    EXPECT_TRUE(a.drain(acq).empty());
+    EXPECT_EQ(violations(a), 1);
+    // Checked without a work completion (no ignore bit; ib_mthca never
+    // does that): dropped and counted, but with nobody to report to.
+    configure(a, 2, 0x1234, 2, 0);
+    EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrNodeInfo, 0, 0), Status::BadPkt);
+    EXPECT_TRUE(a.drain(acq).empty());
+    EXPECT_EQ(violations(a), 2);
+}
+
+// SET_IB changing the CapabilityMask (the SM's port gets IsSM): trap 144.
+TEST_F(FirmwareTraps, CapabilityMaskChangeSendsTrap144)
+{
+    configure(a, 2, 0, 0, 0);
+    uint64_t r = recv_mad(a, true);
+    auto set_ib = [&](uint32_t mask) {
+        std::memset(a.d.in().data(), 0, 0x40);
+        put32(a.d.in(), 4, mask);
+        return a.d.cmd(op::kSetIb, a.d.in_box(), 0, 1);
+    };
+    ASSERT_EQ(set_ib(kDefaultPortCapMask), Status::Ok);  // no change: no trap
+    EXPECT_TRUE(a.drain(acq).empty());
+    ASSERT_EQ(set_ib(kDefaultPortCapMask | (1u << 1)), Status::Ok);  // IsSM
+    ASSERT_EQ(a.drain(acq).size(), 1u);
+    std::span<const uint8_t> n(a.mem().at(r) + 40 + 64, 64);
+    EXPECT_EQ(get16(n, 4), 144);
+    EXPECT_EQ(n[0], 0x80 | ib::notice::kTypeInfo);
+    EXPECT_EQ(get16(n, 12), 1);
+    EXPECT_EQ(get32(n, 16), kDefaultPortCapMask | (1u << 1));
+    // Without IsCapabilityMaskNoticeSupported: silent.
+    configure(a, 2, 0, 0, 0);
+    ASSERT_EQ(set_ib(0x8), Status::Ok);
+    EXPECT_EQ(a.core().ports()[0].traps_sent, 1u);
+}
+
+// A Q_Key violation on QP1 (counted in PortInfo) also raises trap 258.
+TEST_F(FirmwareTraps, QkeyViolationSendsTrap258)
+{
+    configure(b, 1, 0, 0, 0);
+    uint64_t r = recv_mad(b, true);
+    Mads& m = mads(a);
+    uint64_t hdr = m.buf + 60 * 1024, madp = m.buf + 61 * 1024;
+    std::memset(a.mem().at(madp), 0, 256);
+    Node::MlxWr wr;
+    wr.dlid = 2;
+    wr.dqpn = 1;
+    wr.qkey = 0x1111;
+    wr.hdr_buf = {hdr, 28, m.key};
+    wr.mad = {madp, 256, m.key};
+    recv_mad(b, false);
+    a.post_mlx(m.qp1, wr);
+    link.pump();
+    a.drain(acq);
+    auto got = b.drain(bcq);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].qpn, mb.qp0.qpn);
+    std::span<const uint8_t> n(b.mem().at(r) + 40 + 64, 64);
+    EXPECT_EQ(get16(n, 4), 258);
+    EXPECT_EQ(get16(n, 12), 1);  // LID1: the sender
+    EXPECT_EQ(get16(n, 14), 2);  // LID2: us
+    EXPECT_EQ(get32(n, 16), 0x1111u);
+    EXPECT_EQ(get32(n, 20) & 0xffffff, 1u);
+    EXPECT_EQ(get32(n, 24) & 0xffffff, 1u);
+    EXPECT_EQ(b.core().ports()[0].qkey_violations, 1);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "hca/sma.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "hca/wire.h"
 #include "ib/attributes.h"
+#include "ib/notice.h"
 
 namespace ibemu::mthca {
 
@@ -22,13 +24,13 @@ void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t>
     (void)num_ports_unused;
     using namespace portinfo;
     const FieldValue table[] = {
-        {kMkey, p.mkey},
+        {kMkey, p.mkey.key()},
         {kGidPrefix, p.gid_prefix},
         {kLid, p.lid},
         {kMasterSmLid, p.sm_lid},
         {kCapMask, p.cap_mask},
         {kDiagCode, 0},
-        {kMkeyLease, 0},
+        {kMkeyLease, p.mkey.lease_period()},
         {kLocalPortNum, p.num},
         {kWidthEnabled, p.width_cap},
         {kWidthSupported, p.width_cap},
@@ -37,7 +39,7 @@ void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t>
         {kPortState, uint64_t(p.state)},
         {kPhysState, uint64_t(p.phys)},
         {kDownDefault, uint64_t(PhysState::Polling)},
-        {kMkeyProtect, 0},
+        {kMkeyProtect, p.mkey.protect()},
         {kLmc, p.lmc},
         {kSpeedActive, p.speed_active},
         {kSpeedEnabled, 1},
@@ -54,7 +56,7 @@ void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t>
         {kHoqLife, 0},
         {kOperationalVls, p.operational_vls},
         {kPartEnforce, 0},
-        {kMkeyViolations, 0},
+        {kMkeyViolations, p.mkey.violations()},
         {kPkeyViolations, p.pkey_violations},
         {kQkeyViolations, p.qkey_violations},
         {kGuidCap, p.gid_cap},
@@ -65,6 +67,38 @@ void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t>
         {kOverrunErrors, 0},
     };
     fill(d, table);
+}
+
+// Trap 256 (IBA 14.2.5.1): who sent which SMP with what M_Key.
+void bad_mkey_notice(const Port& p, std::span<const uint8_t> in, uint16_t slid, MadEffects* fx)
+{
+    namespace notice = ib::notice;
+    bool dr = mad::kMgmtClass.get(in) == mad::kClassSubnDirected;
+    unsigned hops = unsigned(smp::kHopCount.get(in));
+    std::span<uint8_t> d(fx->notice);
+    std::memset(d.data(), 0, d.size());
+    const FieldValue ntc[] = {
+        {notice::kIsGeneric, 1},
+        {notice::kType, notice::kTypeSecurity},
+        {notice::kProducerType, notice::kProducerCa},
+        {notice::kTrapNumber, 256},
+        {notice::kIssuerLid, p.lid},
+        {notice::kTrap256Lid, slid},
+        {notice::kTrap256DrSlid, dr ? smp::kDrSlid.get(in) : 0},
+        {notice::kTrap256Method, mad::kMethod.get(in)},
+        {notice::kTrap256AttrId, mad::kAttrId.get(in)},
+        {notice::kTrap256AttrMod, mad::kAttrMod.get(in)},
+        {notice::kTrap256Mkey, smp::kMkey.get(in)},
+        {notice::kTrap256DrNotice, dr},
+        {notice::kTrap256DrTrunc, dr && hops > notice::kTrap256PathLen},
+        {notice::kTrap256DrHops, dr ? std::min<unsigned>(hops, notice::kTrap256PathLen) : 0},
+    };
+    fill(d, ntc);
+    if (dr) {
+        unsigned n = std::min<unsigned>(hops, notice::kTrap256PathLen);
+        std::memcpy(d.data() + notice::kTrap256PathOffset, in.data() + smp::kReturnPathOffset + 1, n);
+    }
+    fx->bad_mkey = true;
 }
 
 }  // namespace
@@ -153,7 +187,8 @@ uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, 
             target = &ports[mod - 1];
         }
         Port& t = *target;
-        t.mkey = kMkey.get(in);
+        t.mkey.assign(kMkey.get(in), uint8_t(kMkeyProtect.get(in)), uint16_t(kMkeyLease.get(in)));
+        t.mkey.set_violations(uint16_t(kMkeyViolations.get(in)));
         t.gid_prefix = kGidPrefix.get(in);
         t.lid = uint16_t(kLid.get(in));
         t.sm_lid = uint16_t(kMasterSmLid.get(in));
@@ -252,7 +287,7 @@ uint16_t Sma::pma(Port& p, uint8_t method, uint16_t attr, std::span<const uint8_
 }
 
 Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned port, std::span<const uint8_t> in,
-                    std::span<uint8_t> out, std::string* log)
+                    std::span<uint8_t> out, std::string* log, const MadIfcInfo& info, MadEffects* fx)
 {
     char buf[128];
     uint8_t base_version = uint8_t(mad::kBaseVersion.get(in));
@@ -269,8 +304,25 @@ Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned po
     if (!smp && !perf)
         return Status::BadPkt;  // no agent for that class in firmware
 
-    // Trap represses are consumed without a reply.
+    Port& p = ports[port - 1];
+    bool hide_key = false;
+    if (smp && info.check_mkey) {
+        // IBA 14.2.4.1. The lease runs out lazily: only an SMP can see
+        // the protect bits.
+        p.mkey.expire(info.now_ns);
+        auto v = p.mkey.check(method, smp::kMkey.get(in), info.now_ns);
+        if (v == ib::MkeyGuard::Verdict::Violation) {
+            bad_mkey_notice(p, in, info.slid, fx);
+            *log += " -> bad M_Key, dropped";
+            return Status::BadPkt;
+        }
+        hide_key = v == ib::MkeyGuard::Verdict::HideKey;
+    }
+
+    // Trap represses end an outstanding trap; the driver sends no reply.
     if (smp && method == mad::kMethodTrapRepress) {
+        fx->repress = true;
+        fx->repress_tid = mad::kTid.get(in);
         std::memcpy(out.data(), in.data(), mad::kSize);
         return Status::Ok;
     }
@@ -282,7 +334,6 @@ Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned po
     mad::kMethod.set(out, mad::kMethodGetResp);
 
     uint16_t mstatus = 0;
-    Port& p = ports[port - 1];
     if (base_version != 1 || class_version != 1) {
         mstatus = mad::kStatusBadVersion;
     } else if (method != mad::kMethodGet && method != mad::kMethodSet) {
@@ -299,6 +350,8 @@ Status Sma::process(const NodeIdentity& node, std::span<Port> ports, unsigned po
     mad::kStatus.set(out, uint16_t(st | mstatus));
     if (mstatus)
         std::memset(data.data(), 0, data.size());
+    else if (hide_key && attr == mad::kAttrPortInfo)
+        portinfo::kMkey.set(data, 0);  // protect 1: the M_Key reads as zero
     return Status::Ok;
 }
 

@@ -6,6 +6,7 @@
 // wire format (big-endian).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -49,6 +50,24 @@ using ib::pma::kAttrPortCountersExt;
 namespace smp = ib::smp;
 namespace pma = ib::pma;
 
+// How MAD_IFC presents a MAD: from the driver with the ignore-M_Key opcode
+// modifier bit (its own queries; every MAD without a work completion), or
+// received from the fabric and checked.
+struct MadIfcInfo {
+    bool check_mkey = false;  // op_mod bit 0 clear
+    uint16_t slid = 0;        // the requester's LID (in_mod 31:16, with a WC)
+    uint64_t now_ns = 0;
+};
+
+// What the firmware does besides answering: a Bad M_Key trap to raise, a
+// TrapRepress that ends an outstanding trap.
+struct MadEffects {
+    bool bad_mkey = false;
+    std::array<uint8_t, 64> notice{};  // trap 256, when bad_mkey
+    bool repress = false;
+    uint64_t repress_tid = 0;
+};
+
 class Sma {
 public:
     // Process one MAD for `port` (1-based, already range-checked). Fills
@@ -56,8 +75,10 @@ public:
     // firmware would silently drop the MAD, Ok otherwise (a MAD-level
     // error is reported in the response's status field). `log` gets a
     // short description for the command log.
+    // M_Key (IBA 14.2.4): an SMP that fails the port's M_Key check is
+    // dropped (BadPkt) and reported in `fx` for trap 256.
     Status process(const NodeIdentity& node, std::span<Port> ports, unsigned port, std::span<const uint8_t> in,
-                   std::span<uint8_t> out, std::string* log);
+                   std::span<uint8_t> out, std::string* log, const MadIfcInfo& info, MadEffects* fx);
 
 private:
     uint16_t smp_get(const NodeIdentity& node, std::span<Port> ports, Port& p, uint16_t attr, uint32_t mod,
