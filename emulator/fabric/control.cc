@@ -12,8 +12,9 @@
 //   mtu <node>:<port> 256|512|1024|2048|4096
 //   latency <node>:<port> <ns> [rate]
 //   counters <node>:<port>
-//   capture start <file> [erf] [<node>:<port> ...] | capture stop
-//        (LINKTYPE_INFINIBAND; "erf" for ERF records that tshark 4.0 decodes)
+//   capture start <file> [pcap|erf|ib] [<node>:<port> ...] | capture stop
+//        (pcap: LINKTYPE_ERF with ERF InfiniBand records, which tshark 4.0
+//        decodes, the default; erf: a native ERF file; ib: LINKTYPE_INFINIBAND)
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +36,7 @@ const char* const kHelp =
     "  mtu <node>:<port> 256|512|1024|2048|4096\n"
     "  latency <node>:<port> <ns> [rate]\n"
     "  counters <node>:<port>\n"
-    "  capture start <file> [erf] [<node>:<port> ...] | capture stop";
+    "  capture start <file> [pcap|erf|ib] [<node>:<port> ...] | capture stop";
 
 bool to_u64(std::string_view s, uint64_t* v)
 {
@@ -287,11 +288,9 @@ std::string Fabric::control(std::string_view line)
         if (w.size() >= 3 && w[1] == "start") {
             std::vector<Link*> sel;
             size_t k = 3;
-            PcapFormat fmt = PcapFormat::Infiniband;
-            if (k < w.size() && w[k] == "erf") {
-                fmt = PcapFormat::Erf;
+            PcapFormat fmt = PcapFormat::PcapErf;
+            if (k < w.size() && parse_capture_format(w[k], &fmt))
                 ++k;
-            }
             for (; k < w.size(); ++k) {
                 if (!port_arg(w[k], &l, &side, &err))
                     return error(err);
@@ -301,7 +300,7 @@ std::string Fabric::control(std::string_view line)
                 return error(err);
             return "ok capturing to " + std::string(w[2]);
         }
-        return error("usage: capture start <file> [erf] [<node>:<port> ...] | capture stop");
+        return error("usage: capture start <file> [pcap|erf|ib] [<node>:<port> ...] | capture stop");
     }
     return error("unknown command '" + std::string(cmd.substr(0, 32)) + "' (try help)");
 }

@@ -111,7 +111,7 @@ public:
 
     // Capture: every packet crossing the given links (all when empty).
     bool capture_start(const std::string& path, const std::vector<Link*>& links, std::string* error,
-                       PcapFormat fmt = PcapFormat::Infiniband);
+                       PcapFormat fmt = PcapFormat::PcapErf);
     void capture_stop();
     bool capturing() const { return capture_ && capture_->writer().is_open(); }
 

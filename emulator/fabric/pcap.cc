@@ -108,6 +108,19 @@ size_t wire_image(const Packet& p, std::vector<uint8_t>& out)
     return out.size();
 }
 
+bool parse_capture_format(std::string_view name, PcapFormat* fmt)
+{
+    if (name == "pcap")
+        *fmt = PcapFormat::PcapErf;
+    else if (name == "erf")
+        *fmt = PcapFormat::Erf;
+    else if (name == "ib" || name == "infiniband" || name == "247")
+        *fmt = PcapFormat::PcapInfiniband;
+    else
+        return false;
+    return true;
+}
+
 bool PcapWriter::open(const std::string& path, std::string* error, PcapFormat fmt)
 {
     fmt_ = fmt;
@@ -120,6 +133,8 @@ bool PcapWriter::open(const std::string& path, std::string* error, PcapFormat fm
     }
     path_ = path;
     packets_ = 0;
+    if (fmt == PcapFormat::Erf)
+        return true;  // ERF has no file header
     std::vector<uint8_t> h;
     put_le32(h, 0xa1b23c4d);  // nanosecond timestamps
     put_le16(h, 2);
@@ -127,7 +142,7 @@ bool PcapWriter::open(const std::string& path, std::string* error, PcapFormat fm
     put_le32(h, 0);           // thiszone
     put_le32(h, 0);           // sigfigs
     put_le32(h, 65535);       // snaplen
-    put_le32(h, fmt == PcapFormat::Erf ? kLinktypeErf : kLinktypeInfiniband);
+    put_le32(h, fmt == PcapFormat::PcapErf ? kLinktypeErf : kLinktypeInfiniband);
     std::fwrite(h.data(), 1, h.size(), f_);
     return true;
 }
@@ -141,12 +156,14 @@ void PcapWriter::write(const Packet& p, uint64_t time_ns)
     std::vector<uint8_t> rec;
     rec.reserve(32);
     uint32_t len = uint32_t(buf_.size());
-    bool erf = fmt_ == PcapFormat::Erf;
+    bool erf = fmt_ != PcapFormat::PcapInfiniband;
     uint32_t erf_len = erf ? 16 : 0;
-    put_le32(rec, sec);
-    put_le32(rec, nsec);
-    put_le32(rec, len + erf_len);
-    put_le32(rec, len + erf_len);
+    if (fmt_ != PcapFormat::Erf) {
+        put_le32(rec, sec);
+        put_le32(rec, nsec);
+        put_le32(rec, len + erf_len);
+        put_le32(rec, len + erf_len);
+    }
     if (erf) {
         // ERF record header: 32.32 fixed-point time (little-endian), type,
         // flags (varying length), rlen, loss counter, wlen (big-endian).

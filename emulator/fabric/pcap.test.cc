@@ -152,7 +152,7 @@ TEST(Pcap, HeaderAndRecordBytes)
     std::string path = temp_path("hdr.pcap");
     PcapWriter w;
     std::string err;
-    ASSERT_TRUE(w.open(path, &err)) << err;
+    ASSERT_TRUE(w.open(path, &err, PcapFormat::PcapInfiniband)) << err;
     uint8_t payload[4] = {1, 2, 3, 4};
     w.write(sample_ud(payload), 5000000123ull);
     w.close();
@@ -179,44 +179,103 @@ TEST(Pcap, PktLenCountsHeadersPayloadPadAndIcrc)
     EXPECT_EQ(img.size(), 28u + 8 + 4 + 2);
 }
 
-TEST(Pcap, CapturesSelectedLinksAndTsharkDecodesThem)
+TEST(Pcap, DefaultIsPcapWithErfRecords)
+{
+    std::string path = temp_path("erf.pcap");
+    PcapWriter w;
+    std::string err;
+    ASSERT_TRUE(w.open(path, &err)) << err;
+    uint8_t payload[4] = {1, 2, 3, 4};
+    w.write(sample_ud(payload), 5000000123ull);
+    w.close();
+    auto b = read_file(path);
+    ASSERT_EQ(b.size(), 24u + 16 + 16 + 8 + 12 + 8 + 4 + 6);
+    EXPECT_EQ(b[20], 197);  // LINKTYPE_ERF
+    EXPECT_EQ(b[24 + 8], 16 + 38);  // captured length: ERF header + packet
+    const uint8_t* e = b.data() + 40;
+    EXPECT_EQ(e[4] | e[5] << 8 | e[6] << 16 | uint32_t(e[7]) << 24, 5u);  // seconds
+    EXPECT_EQ(e[8], kErfTypeInfiniband);
+    EXPECT_EQ(e[10] << 8 | e[11], 16 + 38);  // rlen
+    EXPECT_EQ(e[14] << 8 | e[15], 38);       // wlen
+    EXPECT_EQ(e[16 + 1], 0x32);              // the LRH follows
+    unlink(path.c_str());
+
+    // Native ERF: the same record, no pcap headers.
+    ASSERT_TRUE(w.open(path, &err, PcapFormat::Erf)) << err;
+    w.write(sample_ud(payload), 5000000123ull);
+    w.close();
+    auto n = read_file(path);
+    ASSERT_EQ(n.size(), 16u + 38);
+    EXPECT_TRUE(std::equal(n.begin(), n.end(), b.begin() + 40));
+    unlink(path.c_str());
+
+    PcapFormat f{};
+    EXPECT_TRUE(parse_capture_format("pcap", &f));
+    EXPECT_EQ(f, PcapFormat::PcapErf);
+    EXPECT_TRUE(parse_capture_format("erf", &f));
+    EXPECT_EQ(f, PcapFormat::Erf);
+    EXPECT_TRUE(parse_capture_format("ib", &f));
+    EXPECT_EQ(f, PcapFormat::PcapInfiniband);
+    EXPECT_TRUE(parse_capture_format("247", &f));
+    EXPECT_FALSE(parse_capture_format("vm0:1", &f));
+}
+
+// Capture through the control protocol in `format` ("" = default) and run
+// tshark -V on the file; empty when tshark is missing.
+std::string capture_and_decode(const std::string& format, std::string* path_out)
 {
     VirtualClock clock;
     clock.set(1000);
     Fabric fab(clock);
     std::string err;
-    ASSERT_TRUE(fab.build_spec("star:2", &err)) << err;
+    EXPECT_TRUE(fab.build_spec("star:2", &err)) << err;
     test::TestPort a, b;
     a.wire = &fab.hca_port("vm0", 0, 1)->attach(&a);
     b.wire = &fab.hca_port("vm1", 0, 1)->attach(&b);
-    std::string path = temp_path("cap.pcap");
-    auto reply = fab.control("capture start " + path + " erf vm0:1");
-    ASSERT_EQ(reply.substr(0, 2), "ok") << reply;
+    std::string path = temp_path(("cap-" + (format.empty() ? std::string("default") : format)).c_str());
+    *path_out = path;
+    auto reply = fab.control("capture start " + path + (format.empty() ? "" : " " + format) + " vm0:1");
+    EXPECT_EQ(reply.substr(0, 2), "ok") << reply;
     a.send_smp(test::dr_smp(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1}));
     fab.run_due();
-    ASSERT_EQ(a.rx.size(), 1u);
+    EXPECT_EQ(a.rx.size(), 1u);
     uint8_t payload[64] = {0xde, 0xad};
     a.send_data(2, 1, payload);  // dropped at the switch (port INIT), but it crossed vm0's link
     reply = fab.control("capture stop");
     EXPECT_EQ(reply, "ok " + path + " 3 packets");
     auto bytes = read_file(path);
-    EXPECT_EQ(bytes.size(), 24u + 3 * (16 + 16) + 2 * (28 + 256 + 6) + (28 + 64 + 6));
+    size_t records = 2 * (28 + 256 + 6) + (28 + 64 + 6);
+    if (format == "erf")
+        EXPECT_EQ(bytes.size(), 3 * 16 + records);
+    else
+        EXPECT_EQ(bytes.size(), 24u + 3 * (16 + 16) + records);
 
-    if (access("/usr/bin/tshark", X_OK) != 0) {
-        unlink(path.c_str());
-        GTEST_SKIP() << "tshark not installed";
-    }
+    if (access("/usr/bin/tshark", X_OK) != 0)
+        return "";
     std::string cmd = "/usr/bin/tshark -r " + path + " -V 2>&1";
     FILE* f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f, nullptr);
     std::string out;
+    if (!f)
+        return out;
     char buf[4096];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
         out.append(buf, n);
     pclose(f);
-    if (!::testing::Test::HasFailure())
+    return out;
+}
+
+class PcapTshark : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PcapTshark, CapturesSelectedLinksAndTsharkDecodesThem)
+{
+    std::string path;
+    std::string out = capture_and_decode(GetParam(), &path);
+    if (out.empty()) {
         unlink(path.c_str());
+        GTEST_SKIP() << "tshark not installed";
+    }
     for (const char* want :
          {"Record type: 0x15 (Type 21: INFINIBAND)", "Local Route Header", "Virtual Lane: 0xf",
           "Destination Local ID: 65535", "Packet Length: 72", "Base Transport Header",
@@ -226,10 +285,14 @@ TEST(Pcap, CapturesSelectedLinksAndTsharkDecodesThem)
           "Variant CRC"})
         EXPECT_NE(out.find(want), std::string::npos) << "tshark output lacks '" << want << "':\n"
                                                      << out.substr(0, 6000);
-    if (::testing::Test::HasFailure()) {
+    if (::testing::Test::HasFailure())
         std::ofstream(path + ".txt") << out;
-    }
+    else
+        unlink(path.c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, PcapTshark, ::testing::Values("", "pcap", "erf"),
+                         [](const auto& p) { return std::string(*p.param ? p.param : "default"); });
 
 }  // namespace
 }  // namespace ibemu::fabric

@@ -183,16 +183,27 @@ TEST_F(Traffic, IpoibPingConnectedMode)
 
 // A capture of the fabric while IPoIB pings: tshark (on the host) decodes
 // the packets as InfiniBand. tshark 4.0 has no LINKTYPE_INFINIBAND reader,
-// so the capture is written as ERF records of type InfiniBand.
+// so the default capture format ("pcap") is a pcap file with LINKTYPE_ERF
+// whose records are ERF records of type InfiniBand.
 TEST_F(Traffic, CaptureDecodesAsInfiniband)
 {
-	std::string file = lab_->run_dir() + "/traffic.erf";
-	std::string r = lab_->fabric("capture start " + file + " erf");
+	std::string file = lab_->run_dir() + "/traffic.pcap";
+	std::string r = lab_->fabric("capture start " + file + " pcap");
 	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
 	auto ping = Run(guest("vm1"), std::string("ping -c 3 -W 2 ") + kServerIp);
 	r = lab_->fabric("capture stop");
 	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
 	ASSERT_TRUE(Ok(ping));
+	// A pcap file (nanosecond magic) with link type 197 (ERF).
+	FILE *f = fopen(file.c_str(), "rb");
+	ASSERT_NE(f, nullptr);
+	unsigned char hdr[24] = {};
+	size_t got = fread(hdr, 1, sizeof hdr, f);
+	fclose(f);
+	ASSERT_EQ(got, sizeof hdr);
+	EXPECT_EQ(hdr[0] | hdr[1] << 8 | hdr[2] << 16 | unsigned(hdr[3]) << 24, 0xa1b23c4du);
+	EXPECT_EQ(hdr[20] | hdr[21] << 8, 197);
+
 	FILE *p = popen(("tshark -r " + file + " -V 2>&1").c_str(), "r");
 	ASSERT_NE(p, nullptr);
 	std::string out;
@@ -202,9 +213,20 @@ TEST_F(Traffic, CaptureDecodesAsInfiniband)
 		out.append(buf, n);
 	int st = pclose(p);
 	EXPECT_EQ(st, 0) << out.substr(0, 2000);
-	EXPECT_NE(out.find("InfiniBand"), std::string::npos) << out.substr(0, 2000);
-	EXPECT_NE(out.find("Local Route Header"), std::string::npos) << out.substr(0, 2000);
-	EXPECT_NE(out.find("Base Transport Header"), std::string::npos) << out.substr(0, 2000);
+	for (const char *want : {"Type 21: INFINIBAND", "Local Route Header", "Base Transport Header",
+				 "Opcode: ", "Destination Queue Pair: ", "Packet Sequence Number: ",
+				 "Invariant CRC", "Variant CRC"})
+		EXPECT_NE(out.find(want), std::string::npos) << "tshark output lacks '" << want << "':\n"
+							     << out.substr(0, 3000);
+	// The pings (3 requests, 3 replies) are IPoIB sends: RC in connected
+	// mode, UD in datagram mode; tshark names the BTH opcode.
+	size_t sends = 0;
+	for (size_t at = out.find("Opcode: "); at != std::string::npos; at = out.find("Opcode: ", at + 1)) {
+		size_t eol = out.find('\n', at);
+		if (out.substr(at, eol - at).find("SEND") != std::string::npos)
+			++sends;
+	}
+	EXPECT_GE(sends, 6u) << out.substr(0, 3000);
 }
 
 // Take the link down in the middle of ib_write_bw: the guests see their
