@@ -267,6 +267,10 @@ struct QpRun {
     bool in_write = false;     // a multi-packet RDMA WRITE is being received
     uint64_t wva = 0;
     uint32_t wkey = 0, wleft = 0;
+    // The region WRITE First checked for the whole message, while no MPT
+    // has changed since (obj_gen): the later packets need no new lookup.
+    const Mpt* wmr = nullptr;
+    uint64_t wmr_gen = 0;
     // Results of the atomics executed, by PSN, to answer duplicates of any
     // of them (a requester has at most kMaxOutstanding in flight).
     struct AtomicResult {

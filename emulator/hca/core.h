@@ -232,7 +232,17 @@ private:
     void transmit(unsigned port, Packet& p);
     void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
     // Unicast DLID addressed to this port (LID 0 is never anyone's).
-    static bool is_own_lid(const Port& pt, uint16_t dlid);
+    static bool is_own_lid(const Port& pt, uint16_t dlid)
+    {
+        if (dlid == 0 || dlid >= 0xc000 || pt.lid == 0)  // none, multicast/permissive, no LID yet
+            return false;
+        uint16_t mask = uint16_t(~((1u << pt.lmc) - 1));
+        return (dlid & mask) == (pt.lid & mask);
+    }
+    // One host pointer for the whole gather list of `w` when it is a single
+    // SGE in one mapped contiguous run (the common RDMA WRITE/SEND case);
+    // valid for the current call only.
+    const uint8_t* map_whole_message(const WqeView& w);
     uint8_t* bounce();
     Packet& tx_packet();
     void send_doorbell(Qp& q, uint32_t hi, uint32_t lo);

@@ -1099,6 +1099,8 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             r.wva = va + rx.pay_len;
             r.wkey = rkey;
             r.wleft = len - rx.pay_len;
+            r.wmr = m;
+            r.wmr_gen = obj_gen_;
         } else {
             if (has_imm) {
                 rq_take(q, &w, false);
@@ -1117,7 +1119,9 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         if ((has_imm && rx.ext_len < iba::kImmLen) ||
             (o == kWriteMiddle ? (rx.pay_len != mtu || r.wleft <= mtu) : rx.pay_len != r.wleft))
             return nak(iba::kNakInvalidReq);
-        if (mr_check(r.wkey, q.a.pd, r.wva, rx.pay_len, kMptRemoteWrite, &m) != Tpt::Ok)
+        if (r.wmr && r.wmr_gen == obj_gen_)
+            m = r.wmr;  // the whole message was checked with WRITE First
+        else if (mr_check(r.wkey, q.a.pd, r.wva, rx.pay_len, kMptRemoteWrite, &m) != Tpt::Ok)
             return nak(iba::kNakRemoteAccess);
         uint32_t w = 0;
         if (has_imm && !rq_take(q, &w, true)) {

@@ -114,12 +114,22 @@ void Core::mlx_fixup(unsigned port, Packet& p, uint32_t flags)
     }
 }
 
-bool Core::is_own_lid(const Port& pt, uint16_t dlid)
+const uint8_t* Core::map_whole_message(const WqeView& w)
 {
-    if (dlid == 0 || dlid >= iba::kMulticastLidBase || pt.lid == 0)
-        return false;
-    uint16_t mask = uint16_t(~((1u << pt.lmc) - 1));
-    return (dlid & mask) == (pt.lid & mask);
+    if (w.nsge != 1 || !w.sge[0].mr || !w.len)
+        return nullptr;
+    const Sge& s = w.sge[0];
+    const Mpt& m = *s.mr;
+    if (m.flags & mpt::kFlagPhysical)
+        return mem_.map_range(s.addr, s.len);
+    if (m.tc_gen != tpt_gen_ || s.addr < m.tc_va || s.addr - m.tc_va >= m.tc_len) {
+        if (!mr_fill_cache(m, s.addr))
+            return nullptr;
+    }
+    uint64_t in = s.addr - m.tc_va;
+    if (s.len > m.tc_len - in)
+        return nullptr;
+    return mem_.map_range(m.tc_phys + in, s.len);
 }
 
 void Core::transmit(unsigned port, Packet& p)
@@ -602,6 +612,7 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
     bool imm = w.op == wqe::kSendImm || w.op == wqe::kRdmaWriteImm;
     uint8_t tmpl[iba::kLrhLen + iba::kGrhLen + iba::kBthLen];
     size_t tmpl_len = 0;
+    const uint8_t* whole = map_whole_message(w);
     for (uint32_t i = 0; i < npkts; ++i) {
         uint32_t psn = (first_psn + i) & iba::kPsnMask;
         if (iba::psn_diff(psn, from_psn) < 0)
@@ -648,6 +659,17 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
         }
         uint64_t off = uint64_t(i) * mtu;
         uint32_t n = uint32_t(std::min<uint64_t>(mtu, w.len - std::min<uint64_t>(w.len, off)));
+        if (whole) {
+            // Fast path: a slice of the one mapped run.
+            if (n) {
+                p.seg[0] = {whole + off, n};
+                p.nseg = 1;
+                p.payload_len = n;
+            }
+            finish_packet(p, h);
+            transmit(rt.port, p);
+            continue;
+        }
         Gather g{*this, p, bounce()};
         if (!gather_range(w, off, n, g, 0)) {
             IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: gather failed for WQE 0x%x", q.qpn, w.off);
