@@ -52,11 +52,16 @@ void payload_pieces(const Packet& p, uint32_t off, uint32_t len, F&& fn)
 
 // Packet-sized copies: a plain vector loop beats the string-instruction
 // path libc takes for a few KiB, whose start-up cost we would pay per packet.
+// The copy is bound by loads from L2; prefetching the source 1 KiB ahead
+// (which runs on into the next packet's payload, the rest of the message)
+// keeps the loads from stalling at each new line.
 void copy_payload_bytes(uint8_t* d, const uint8_t* s, uint32_t len)
 {
-    while (len >= 256) {
-        __builtin_memcpy(d, s, 256);
-        d += 256, s += 256, len -= 256;
+    while (len >= 128) {
+        __builtin_prefetch(s + 1024);
+        __builtin_prefetch(s + 1024 + 64);
+        __builtin_memcpy(d, s, 128);
+        d += 128, s += 128, len -= 128;
     }
     while (len >= 64) {
         __builtin_memcpy(d, s, 64);
