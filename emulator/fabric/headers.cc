@@ -41,6 +41,7 @@ PacketView view_packet(const Packet& p)
         v.bth_offset = off;
         v.opcode = uint8_t(bth::kOpcode.get(bs));
         v.dest_qp = uint32_t(bth::kDestQp.get(bs));
+        v.pkey = uint16_t(bth::kPkey.get(bs));
     }
     return v;
 }

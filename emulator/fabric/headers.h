@@ -41,6 +41,7 @@ struct PacketView {
     bool has_bth = false;
     uint8_t opcode = 0;
     uint32_t dest_qp = 0;
+    uint16_t pkey = 0;           // BTH P_Key
     unsigned bth_offset = 0;     // in the flattened packet
     unsigned total_len = 0;      // hdr_len + payload_len
 };

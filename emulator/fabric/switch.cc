@@ -235,12 +235,49 @@ void Switch::receive(unsigned in, const Packet& p)
             ++ip.ctr.rcv_discards;
         return;
     }
-    forward_data(in, p, v.dlid);
+    // Partition enforcement on the way in (IBA 10.9.2, 14.2.5.6).
+    if (!partition_ok(ip, v)) {
+        ++ip.ctr.rcv_constraint;
+        return;
+    }
+    forward_data(in, p, v);
 }
 
-void Switch::forward_data(unsigned in, const Packet& p, uint16_t dlid)
+// P_Key match (IBA 10.9.3): the low 15 bits equal and not zero, and at
+// least one of the two a full member.
+static bool pkey_match(uint16_t a, uint16_t b)
+{
+    return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+bool Switch::partition_ok(const Port& pt, const PacketView& v, bool outbound) const
+{
+    // PortInfo PartitionEnforcement: bit 3 inbound, bit 2 outbound P_Key
+    // checks; bit 1 / bit 0 drop raw packets (no BTH) inbound / outbound.
+    uint8_t pe = pt.part_enforce;
+    if (!v.has_bth)
+        return !(pe & (outbound ? 1 : 2));
+    if (!(pe & (outbound ? 4 : 8)))
+        return true;
+    for (uint16_t k : pt.pkeys)
+        if (pkey_match(k, v.pkey))
+            return true;
+    return false;
+}
+
+void Switch::forward_data(unsigned in, const Packet& p, const PacketView& v)
 {
     Port& ip = ports_[in];
+    uint16_t dlid = v.dlid;
+    // Outbound enforcement: counted at the egress port, the packet dropped.
+    auto egress = [&](unsigned out) {
+        Port& o = ports_[out];
+        if (!partition_ok(o, v, true)) {
+            ++o.ctr.xmit_constraint;
+            return;
+        }
+        send_on(out, p, false);
+    };
     if (dlid >= kMulticastLidBase && dlid != kPermissiveLid) {
         // IBA 18.2.4.2: multicast by the MFT, never back out the ingress port.
         unsigned idx = dlid - kMulticastLidBase;
@@ -258,7 +295,7 @@ void Switch::forward_data(unsigned in, const Packet& p, uint16_t dlid)
                 if (out == 0 || out == in || out > cfg_.num_ports)
                     continue;
                 any = true;
-                send_on(out, p, false);
+                egress(out);
             }
         }
         if (!any)
@@ -276,7 +313,7 @@ void Switch::forward_data(unsigned in, const Packet& p, uint16_t dlid)
         ++ip.ctr.relay_errors;
         return;
     }
-    send_on(out, p, false);
+    egress(out);
 }
 
 // Directed route SMPs, IBA 14.2.2.2 (C14-6 .. C14-13).
@@ -721,8 +758,8 @@ uint16_t Switch::sma_get(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
             {kOptSl2Vl, 0},
             {kLidsPerPort, 0},
             {kEnforceCap, cfg_.pkey_cap},
-            {kInboundEnf, 0},
-            {kOutboundEnf, 0},
+            {kInboundEnf, 1},
+            {kOutboundEnf, 1},
             {kFilterRawIn, 0},
             {kFilterRawOut, 0},
             {kEnhancedPort0, 0},
@@ -893,6 +930,10 @@ uint16_t Switch::pma_port_counters(uint8_t method, std::span<uint8_t> d)
             c.xmit_discards = 0;
         if (sel & pc::kSelVl15)
             c.vl15_dropped = 0;
+        if (sel & pc::kSelXmitConstraint)
+            c.xmit_constraint = 0;
+        if (sel & pc::kSelRcvConstraint)
+            c.rcv_constraint = 0;
         if (sel & pc::kSelXmitData)
             c.xmit_bytes = 0;
         if (sel & pc::kSelRcvData)
@@ -909,6 +950,8 @@ uint16_t Switch::pma_port_counters(uint8_t method, std::span<uint8_t> d)
         {pc::kRelayErrors, sat(c.relay_errors, pc::kRelayErrors)},
         {pc::kXmitDiscards, sat(c.xmit_discards, pc::kXmitDiscards)},
         {pc::kVl15Dropped, sat(c.vl15_dropped, pc::kVl15Dropped)},
+        {pc::kXmitConstraint, sat(c.xmit_constraint, pc::kXmitConstraint)},
+        {pc::kRcvConstraint, sat(c.rcv_constraint, pc::kRcvConstraint)},
         {pc::kXmitData, sat(c.xmit_bytes / 4, pc::kXmitData)},
         {pc::kRcvData, sat(c.rcv_bytes / 4, pc::kRcvData)},
         {pc::kXmitPkts, sat(c.xmit_packets, pc::kXmitPkts)},

@@ -69,11 +69,15 @@ struct SwitchPortCounters {
     uint64_t relay_errors = 0;     // at the ingress: no route, above LinearFDBTop, hairpin
                                    // (PortRcvSwitchRelayErrors)
     uint64_t xmit_discards = 0;    // at the egress: down, not ACTIVE, over NeighborMTU
+    uint64_t rcv_constraint = 0;   // refused by inbound partition enforcement / raw filter
+    uint64_t xmit_constraint = 0;  // refused by outbound partition enforcement / raw filter
     uint64_t link_downed = 0;
     uint64_t vl15_dropped = 0;
     uint64_t smps_handled = 0;
     uint64_t traps_sent = 0;
 };
+
+struct PacketView;
 
 class Switch {
 public:
@@ -110,7 +114,8 @@ private:
 
     void receive(unsigned in, const Packet& p);
     void link_changed(unsigned n, bool up, const LinkParams& params);
-    void forward_data(unsigned in, const Packet& p, uint16_t dlid);
+    void forward_data(unsigned in, const Packet& p, const PacketView& v);
+    bool partition_ok(const Port& pt, const PacketView& v, bool outbound = false) const;
     bool lid_is_mine(uint16_t dlid) const;
     void send_on(unsigned out, const Packet& p, bool smp);
     // SMI: directed route and LID routed SMPs addressed to the switch.

@@ -663,5 +663,68 @@ TEST_F(SwitchTest, MkeyViolationTrap256AndLease)
     EXPECT_EQ(sw->mkey_violations(), 2);
 }
 
+// PortInfo PartitionEnforcement (IBA 14.2.5.6, 10.9.2): with the inbound
+// bit an external port drops data packets whose P_Key is not in its
+// P_KeyTable (PortRcvConstraintErrors); with the outbound bit the egress
+// port does (PortXmitConstraintErrors). SMPs on VL15 are never checked.
+TEST_F(SwitchTest, PartitionEnforcement)
+{
+    build("star:2");
+    configure_star(2, 10);
+    static constexpr Field kPiPartEnforce{43, 1, 0, 4};
+    Switch* sw = fab.find_switch("sw0");
+    auto send = [&](uint16_t pkey) {
+        size_t before = hosts["vm1"].rx.size();
+        Packet p;
+        UdAddress a;
+        a.dlid = 2;
+        a.slid = 1;
+        a.dest_qp = a.src_qp = 2;
+        a.qkey = 0x11111111;
+        a.pkey = pkey;
+        uint8_t payload[16] = {};
+        build_ud(p, a, payload);
+        sm().wire->transmit(p);
+        fab.run_due();
+        return hosts["vm1"].rx.size() == before + 1;
+    };
+    auto set_pkeys = [&](unsigned port, std::initializer_list<uint16_t> keys) {
+        Mad pk{};
+        unsigned i = 0;
+        for (uint16_t k : keys)
+            put16(test::smp_data(pk), 2 * i++, k);
+        auto r = dr(mad::kMethodSet, smp::kAttrPkeyTable, (port << 16) | 0, {1}, &pk);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+    };
+    // Off (the default): anything passes.
+    EXPECT_TRUE(send(0x8001));
+    // SwitchInfo advertises both enforcement capabilities.
+    auto si = dr(mad::kMethodGet, smp::kAttrSwitchInfo, 0, {1});
+    ASSERT_TRUE(si);
+    EXPECT_EQ(test::smp_data(*si)[16] & 0xc0, 0xc0);
+
+    // Inbound on port 1 (vm0's): only 0xffff (the default table) passes.
+    ASSERT_TRUE(set_port_info({1}, 1, [](std::span<uint8_t> d) { kPiPartEnforce.set(d, 8); }));
+    EXPECT_FALSE(send(0x8001));
+    EXPECT_EQ(sw->counters(1).rcv_constraint, 1u);
+    EXPECT_TRUE(send(0xffff));
+    // A limited member 0x0001 matches the full member 0x8001 in the table.
+    set_pkeys(1, {0xffff, 0x8001});
+    EXPECT_TRUE(send(0x0001));
+    EXPECT_TRUE(send(0x8001));
+    // Outbound on port 2: vm1's table has only limited 0x0001, so a
+    // limited sender (0x0001) is refused, a full member passes.
+    set_pkeys(2, {0x7fff, 0x0001});
+    ASSERT_TRUE(set_port_info({1}, 2, [](std::span<uint8_t> d) { kPiPartEnforce.set(d, 4); }));
+    EXPECT_FALSE(send(0x0001));
+    EXPECT_EQ(sw->counters(2).xmit_constraint, 1u);
+    EXPECT_TRUE(send(0x8001));
+    // PortInfo reads the bits back; SMPs still reach the switch.
+    auto r = dr(mad::kMethodGet, smp::kAttrPortInfo, 2, {1});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(kPiPartEnforce.get(test::smp_data(*r)), 4u);
+}
+
 }  // namespace
 }  // namespace ibemu::fabric

@@ -98,6 +98,8 @@ inline constexpr Field kLinkDowned{7, 1, 0, 8};
 inline constexpr Field kRcvErrors{8, 2, 0, 16};
 inline constexpr Field kRelayErrors{12, 2, 0, 16};
 inline constexpr Field kXmitDiscards{14, 2, 0, 16};
+inline constexpr Field kXmitConstraint{16, 1, 0, 8};
+inline constexpr Field kRcvConstraint{17, 1, 0, 8};
 inline constexpr Field kVl15Dropped{22, 2, 0, 16};
 inline constexpr Field kXmitData{24, 4, 0, 32};  // in 4-byte words
 inline constexpr Field kRcvData{28, 4, 0, 32};
@@ -105,7 +107,8 @@ inline constexpr Field kXmitPkts{32, 4, 0, 32};
 inline constexpr Field kRcvPkts{36, 4, 0, 32};
 // CounterSelect bits (which counters a Set clears).
 inline constexpr uint16_t kSelLinkDowned = 1 << 2, kSelRcvErrors = 1 << 3, kSelRelay = 1 << 5,
-                          kSelXmitDiscards = 1 << 6, kSelVl15 = 1 << 11, kSelXmitData = 1 << 12,
+                          kSelXmitDiscards = 1 << 6, kSelXmitConstraint = 1 << 7,
+                          kSelRcvConstraint = 1 << 8, kSelVl15 = 1 << 11, kSelXmitData = 1 << 12,
                           kSelRcvData = 1 << 13, kSelXmitPkts = 1 << 14, kSelRcvPkts = 1 << 15;
 }  // namespace portcounters
 
