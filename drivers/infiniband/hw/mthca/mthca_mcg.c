@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * ib_mthca: multicast groups.
+ */
+#include "mthca_dp.h"
+
+/**
+ * mthca_init_mcg_table() - set up the device's mcg table
+ * @dev: the device
+ *
+ * Return: 0, or a negative errno.
+ */
+int mthca_init_mcg_table(struct mthca_dev *dev)
+{
+	return 0;
+}
+
+/**
+ * mthca_cleanup_mcg_table() - release the device's mcg table
+ * @dev: the device
+ */
+void mthca_cleanup_mcg_table(struct mthca_dev *dev)
+{
+}
