@@ -313,6 +313,30 @@ static inline struct mthca_ah *to_mah(struct ib_ah *ibah)
 	return container_of(ibah, struct mthca_ah, ibah);
 }
 
+/*
+ * What the data path uses from the base half (MTHCA), by these names
+ * unless the base half publishes others first:
+ *
+ *   struct mthca_dev *to_mdev(struct ib_device *);  dev->ib_dev, dev->pdev
+ *   dev->limits.{num_cqs,reserved_cqs,num_qps,reserved_qps,num_srqs,
+ *	reserved_srqs,max_wqes,max_sg,max_desc_sz,num_mgms,num_amgms,
+ *	pkey_table_len,gid_table_len,num_ports,max_srq_wqes,max_srq_sge}
+ *   dev->driver_uar.index, dev->kar (the driver UAR page, mapped)
+ *   comp/async EQ numbers of the EQs CQs report to
+ *   u32 pd number of an ib_pd; lkey of the MR that covers a queue buffer
+ *   struct mthca_mailbox { void *buf; dma_addr_t dma; } with
+ *	mthca_alloc_mailbox(dev, gfp) / mthca_free_mailbox(dev, box)
+ *   mthca_cmd(dev, in_param, in_mod, op_mod, op, timeout)   no output
+ *   mthca_cmd_box(dev, in_param, out_param, in_mod, op_mod, op, timeout)
+ *   mthca_cmd_imm(dev, in_param, &out_param, in_mod, op_mod, op, timeout)
+ *   mthca_table_get(dev, icm_table, obj) / mthca_table_put(...)
+ *   mthca_alloc_db(dev, type, qn, &db) -> index / mthca_free_db(dev, type,
+ *	index): doorbell records, types CQ_SET_CI 1, CQ_ARM 2, SQ 3, RQ 4,
+ *	SRQ 5
+ *   a way to get a physically contiguous (or MTT-mapped) DMA buffer with
+ *	an MR at iova 0 over it and its lkey (queue buffers)
+ */
+
 int mthca_init_cq_table(struct mthca_dev *dev);
 void mthca_cleanup_cq_table(struct mthca_dev *dev);
 int mthca_init_qp_table(struct mthca_dev *dev);
