@@ -885,7 +885,7 @@ struct ib_port;
  * A driver allocates it with ib_alloc_device() (embedded at the start of
  * its own structure), fills in the identity fields and the function
  * pointers, and calls ib_register_device().  Optional methods may be NULL;
- * the core then returns -ENOSYS for the verb.
+ * the core then returns -EOPNOTSUPP for the verb.
  *
  * @dma_device: the device DMA mappings are made for (the PCI function)
  * @name: "mthca%d" style name, resolved to a unique name at registration
@@ -905,7 +905,12 @@ struct ib_port;
  * @uverbs_cmd_mask: the user verbs the driver implements
  * @owner: the driver's module, pinned while clients use the device
  * @dev: the device under /sys/class/infiniband
- * @port_data: the core's per-port sysfs state
+ * @driver_attr_group: optional; the driver's own files in the device's
+ *	sysfs directory (for an HCA: fw_ver, hca_type, hw_rev, board_id).
+ *	Its show methods get &ib_device.dev as their struct device.
+ * @sysfs_groups: the core's; the attribute groups of @dev
+ * @ports_kobj: the core's; the ports/ directory
+ * @port_data: the core's per-port sysfs state, indexed by port number
  * @reg_state: where in its life the device is
  */
 struct ib_device {
@@ -1026,6 +1031,9 @@ struct ib_device {
 
 	struct module               *owner;
 	struct device                dev;
+	const struct attribute_group *driver_attr_group;
+	const struct attribute_group *sysfs_groups[3];
+	struct kobject              *ports_kobj;
 	struct ib_port             **port_data;
 
 	int			     uverbs_abi_ver;
