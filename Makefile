@@ -32,9 +32,16 @@ help:
 
 # --- kernel modules --------------------------------------------------------
 # C=, W=, V= given on our command line reach Kbuild through MAKEFLAGS.
+# The built .ko files are also collected flat into $(BUILD)/modules, the
+# directory the VM tests of our stack hand to the lab (iblab --modules).
+MODULES_DIR = $(BUILD)/modules
+
 modules:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run .ci/deps"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	@rm -rf $(MODULES_DIR) && mkdir -p $(MODULES_DIR) && \
+	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ \; && \
+	  echo "modules: $$(ls $(MODULES_DIR) | tr '\n' ' ')-> $(MODULES_DIR)"
 
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
