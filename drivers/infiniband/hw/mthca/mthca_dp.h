@@ -5,9 +5,10 @@
  * mem-free (Arbel) mode.
  *
  * struct mthca_dev (mthca_dev.h) embeds one table of each kind below; the
- * probe code calls the mthca_init_*_table() functions after the firmware
- * and ICM are up and the mthca_cleanup_*_table() ones in reverse order on
- * removal.  The EQ interrupt code calls mthca_cq_completion() and the
+ * probe code calls the mthca_init_*_table() functions after the firmware,
+ * ICM, EQs and the driver PD are up, and the mthca_cleanup_*_table() ones
+ * in reverse order on removal.  mthca_dev.h includes this header; this
+ * header does not include mthca_dev.h.  The EQ interrupt code calls mthca_cq_completion() and the
  * mthca_*_event() functions with the object numbers the EQEs carry.
  */
 #ifndef MTHCA_DP_H
@@ -19,14 +20,10 @@
 #include <linux/xarray.h>
 #include <linux/refcount.h>
 #include <linux/wait.h>
-#include <linux/dmapool.h>
+#include <linux/idr.h>
 #include <rdma/ib_verbs.h>
 
 struct mthca_dev;
-struct mthca_icm_table;
-
-/* Special QPs per port: QP0 (SMI) and QP1 (GSI). */
-#define MTHCA_DP_SQP_PER_PORT	2
 
 /**
  * struct mthca_dp_buf - a physically contiguous DMA queue buffer
@@ -44,126 +41,88 @@ struct mthca_dp_buf {
 	u32		lkey;
 };
 
+/*
+ * The number -> object tables below are XArrays.  Their internal lock
+ * (xa_lock_irqsave) is the table lock: the EQ handler, in hard interrupt
+ * context, looks an object up and takes a reference under it; create
+ * inserts and destroy erases under it.  CQ pollers look QPs up with
+ * xa_load() while holding the CQ lock, and QP destroy erases the QP while
+ * holding both of its CQ locks, so a poller never sees a freed QP.
+ */
+
 /**
  * struct mthca_cq_table - the device's completion queues
- * @lock: spinlock taken with interrupts off; guards @objs lookups that take
- *	a reference together with the lookup (the EQ handler runs in hard
- *	interrupt context) and the insert/erase done at create/destroy
- * @objs: CQ number -> struct mthca_cq, for the EQ handler
- * @num: how many CQ numbers the device has (a power of two)
- * @reserved: numbers below this belong to the firmware
- * @next: round-robin hint for the next number to try; under @lock
- * @icm: the ICM table holding the CQ contexts (set up by the probe code)
+ * @objs: CQ number -> struct mthca_cq (XA_FLAGS_ALLOC, IRQ-safe lock); a
+ *	number is reserved with a NULL entry until its CQ is ready
  */
 struct mthca_cq_table {
-	spinlock_t		lock;
 	struct xarray		objs;
-	u32			num;
-	u32			reserved;
-	u32			next;
-	struct mthca_icm_table	*icm;
 };
 
 /**
  * struct mthca_qp_table - the device's queue pairs
- * @lock: spinlock, interrupts off; guards @objs as for the CQ table
- * @objs: QP number -> struct mthca_qp
- * @num: QP numbers on the device
- * @reserved: numbers below this belong to the firmware
- * @next: allocation hint, under @lock
- * @sqp_base: first of the 2 * ports physical QPs given to CONF_SPECIAL_QP
- * @rdb_shift: log2 of the RDMA-read/atomic responder slots per QP
- * @rdb_base: ICM address of responder slot 0 (RDB table)
- * @sqp_mutex: serialises CONF_SPECIAL_QP and @sqp_users
- * @sqp_users: whether each special QP number is in use; under @sqp_mutex
- * @icm_qpc: ICM table of QP contexts
- * @icm_eqpc: ICM table of extended QP contexts
- * @icm_rdb: ICM table of responder resources
+ * @objs: QP number -> struct mthca_qp, as for CQs
+ * @next: where the cyclic QP number allocation continues (xa_alloc_cyclic
+ *	keeps it under the XArray lock)
+ * @sqp_base: first of the four physical QPs given to CONF_SPECIAL_QP:
+ *	sqp_base + 2 * (0 for QP0, 1 for QP1) + port - 1
  */
 struct mthca_qp_table {
-	spinlock_t		lock;
 	struct xarray		objs;
-	u32			num;
-	u32			reserved;
 	u32			next;
 	u32			sqp_base;
-	int			rdb_shift;
-	u64			rdb_base;
-	struct mutex		sqp_mutex;
-	bool			sqp_users[2 * MTHCA_DP_SQP_PER_PORT];
-	struct mthca_icm_table	*icm_qpc;
-	struct mthca_icm_table	*icm_eqpc;
-	struct mthca_icm_table	*icm_rdb;
 };
 
 /**
  * struct mthca_srq_table - the device's shared receive queues
- * @lock: spinlock, interrupts off; guards @objs as for the CQ table
- * @objs: SRQ number -> struct mthca_srq
- * @num: SRQ numbers on the device (0: the device has no SRQs)
- * @reserved: numbers below this belong to the firmware
- * @next: allocation hint, under @lock
- * @icm: ICM table of SRQ contexts
+ * @objs: SRQ number -> struct mthca_srq, as for CQs
  */
 struct mthca_srq_table {
-	spinlock_t		lock;
 	struct xarray		objs;
-	u32			num;
-	u32			reserved;
-	u32			next;
-	struct mthca_icm_table	*icm;
 };
 
 /**
  * struct mthca_av_table - address vectors
- * @pool: DMA pool of 32-byte address vectors in host memory; mem-free HCAs
- *	read the AV of a UD send from there through the WQE's AV pointer.
- *	dma_pool_alloc() with GFP_ATOMIC never sleeps, so create_ah may be
- *	called from any context.
+ * @unused: mem-free HCAs take the address vector inside each UD WQE, so
+ *	an AH is plain kernel memory and there is no device-wide state yet
  */
 struct mthca_av_table {
-	struct dma_pool		*pool;
+	int			unused;
 };
 
 /**
  * struct mthca_mcg_table - multicast groups (MGM entries in ICM)
- * @mutex: serialises every attach and detach: the hash chain is read,
- *	modified and written back with firmware commands that sleep
- * @num_mgm: entries in the hash part (MGM, indexed by MGID_HASH)
- * @num_amgm: overflow entries after the hash part (AMGM)
- * @amgm_used: bitmap of the AMGM entries in use; under @mutex
- * @entry_size: bytes per MGM entry
- * @icm: ICM table of MGM entries
+ * @mutex: serialises every attach and detach: a hash chain is read,
+ *	changed and written back with firmware commands, which sleep
+ * @amgm: allocator of the overflow (AMGM) entries that follow the hash
+ *	part; used under @mutex
  */
 struct mthca_mcg_table {
-	struct mutex		mutex;
-	u32			num_mgm;
-	u32			num_amgm;
-	unsigned long		*amgm_used;
-	u32			entry_size;
-	struct mthca_icm_table	*icm;
+	struct mutex		mutex;	/* see the kernel-doc above */
+	struct ida		amgm;
 };
 
 /**
  * struct mthca_cq - a completion queue
- * @ibcq: the core's view; ibcq.cqe is the usable depth
- * @lock: spinlock, interrupts off; guards @cons_index and the CQE ring
- *	against concurrent pollers and the QP-destroy cleanup
+ * @ibcq: the core's view; ibcq.cqe is the usable depth, nent - 1
+ * @lock: spinlock, interrupts off; guards @cons_index, the CQE ring and
+ *	the tails of the work queues that complete here
  * @cqn: the CQ number
- * @nent: entries in the ring (a power of two, one more than usable)
+ * @nent: entries in the ring (a power of two)
  * @cons_index: CQEs consumed so far (free-running)
  * @buf: the CQE ring
  * @set_ci_db_index: doorbell record index of the consumer index record
  * @set_ci_db: the consumer index record
  * @arm_db_index: doorbell record index of the arm record
  * @arm_db: the arm record
- * @arm_sn: arm sequence number (2 bits), bumped at each completion event
- * @refs: references held by the table and by event handlers in flight
- * @wait: destroy waits here for @refs to drop to zero
+ * @arm_sn: arm sequence number, bumped at each completion event (only its
+ *	low two bits reach the HCA); READ_ONCE/WRITE_ONCE
+ * @refs: one for the table, one per event handler in flight
+ * @wait: destroy waits here for @refs to reach zero
  */
 struct mthca_cq {
 	struct ib_cq		ibcq;
-	spinlock_t		lock;
+	spinlock_t		lock;	/* see the kernel-doc above */
 	u32			cqn;
 	u32			nent;
 	u32			cons_index;
@@ -172,28 +131,32 @@ struct mthca_cq {
 	__be32			*set_ci_db;
 	int			arm_db_index;
 	__be32			*arm_db;
-	int			arm_sn;
+	u32			arm_sn;
 	refcount_t		refs;
 	wait_queue_head_t	wait;
 };
 
 /**
  * struct mthca_wq - one work queue (send or receive) of a QP
- * @lock: spinlock, interrupts off; guards posting on this queue
+ * @lock: spinlock, interrupts off; guards posting (@head, @last, the WQEs
+ *	not yet handed over); @tail and @last_comp are under the CQ lock of
+ *	the CQ this queue completes to
  * @head: WQEs posted so far (free-running)
  * @tail: WQEs completed so far (free-running)
- * @max: usable entries (a power of two)
+ * @last_comp: index of the last WQE a CQE reported
+ * @max: entries (a power of two, or 0)
  * @max_gs: scatter/gather entries per WQE
  * @wqe_shift: log2 of the WQE stride
  * @offset: byte offset of the queue in the QP buffer
- * @db_index: doorbell record index (mem-free)
+ * @db_index: doorbell record index
  * @db: the doorbell record
- * @last: the previous WQE, whose next-segment links to a new one
+ * @last: the previous WQE, whose next segment links to a new one
  */
 struct mthca_wq {
-	spinlock_t	lock;
+	spinlock_t	lock;	/* see the kernel-doc above */
 	u32		head;
 	u32		tail;
+	u32		last_comp;
 	u32		max;
 	u32		max_gs;
 	int		wqe_shift;
@@ -203,41 +166,50 @@ struct mthca_wq {
 	void		*last;
 };
 
+/* Header bytes reserved per send WQE of a special QP for its MLX header. */
+#define MTHCA_DP_UD_HEADER_BYTES	128
+
 /**
  * struct mthca_qp - a queue pair
- * @ibqp: the core's view
- * @state: the current IBA state (enum ib_qp_state); under @mutex for
- *	writers, read locklessly by post_send/post_recv
+ * @ibqp: the core's view; ibqp.qp_num is 0 or 1 for the special QPs
+ * @qpn: the physical QP number (the one CQEs and events carry)
+ * @kind: layout of the send queue (enum mthca_sq_kind)
+ * @state: the current IBA state; written under @mutex, read by posters
  * @mutex: serialises modify_qp, query_qp and destroy
  * @sq: the send queue
  * @rq: the receive queue (unused with an SRQ)
- * @buf: WQE buffer holding the receive queue then the send queue
+ * @buf: WQE buffer: receive queue, send queue, then (special QPs) one
+ *	MLX header slot per send WQE
+ * @hdr_offset: where the header slots start in @buf
  * @wrid: work request ids, receive queue entries first
  * @sq_policy: IB_SIGNAL_ALL_WR or IB_SIGNAL_REQ_WR
- * @port: port of the QP's primary path (1-based), 0 if not yet set
- * @is_sqp: QP0/QP1 proxy on a special QP number
- * @qkey: Q_Key of a special QP (the MLX send header needs it)
+ * @port: port of the QP (1-based), 0 until set
+ * @access: remote access flags last set (IB_ACCESS_REMOTE_*)
+ * @resp_depth: responder resources last set
+ * @qkey: Q_Key of a special QP (the MLX header needs it)
  * @pkey_index: P_Key index of a special QP
- * @send_psn: next PSN of a special QP's MLX sends
- * @header_buf: DMA buffer of UD headers for MLX sends, one slot per SQ WQE
- * @refs: references held by the table and by event handlers in flight
- * @wait: destroy waits here for @refs to drop to zero
+ * @send_psn: next PSN of a special QP's MLX sends; under @sq.lock
+ * @refs: one for the table, one per event handler in flight
+ * @wait: destroy waits here for @refs to reach zero
  */
 struct mthca_qp {
 	struct ib_qp		ibqp;
+	u32			qpn;
+	int			kind;
 	int			state;
-	struct mutex		mutex;
+	struct mutex		mutex;	/* see the kernel-doc above */
 	struct mthca_wq		sq;
 	struct mthca_wq		rq;
 	struct mthca_dp_buf	buf;
+	u32			hdr_offset;
 	u64			*wrid;
 	enum ib_sig_type	sq_policy;
 	u8			port;
-	bool			is_sqp;
+	int			access;
+	u8			resp_depth;
 	u32			qkey;
 	u16			pkey_index;
 	u32			send_psn;
-	struct mthca_dp_buf	header_buf;
 	refcount_t		refs;
 	wait_queue_head_t	wait;
 };
@@ -245,31 +217,31 @@ struct mthca_qp {
 /**
  * struct mthca_srq - a shared receive queue
  * @ibsrq: the core's view
- * @lock: spinlock, interrupts off; guards the free list and posting
+ * @lock: spinlock, interrupts off; guards the free list, @counter and
+ *	@wrid (posting and the CQ poller returning WQEs)
+ * @mutex: serialises modify_srq (ARM_SRQ) and query_srq
  * @srqn: the SRQ number
- * @max: WQEs in the queue (a power of two)
+ * @max: WQEs in the queue (a power of two; one is never used)
  * @max_gs: scatter/gather entries per WQE
  * @wqe_shift: log2 of the WQE stride
- * @limit: the armed limit (0: not armed)
- * @first_free: index of the first free WQE
+ * @first_free: index of the first free WQE (-1: none)
  * @last_free: index of the last free WQE
- * @counter: WQEs posted so far (free-running), written to the doorbell
- *	record
+ * @counter: WQEs posted so far (free-running, 16 bits on the HCA)
  * @buf: WQE buffer
  * @wrid: work request id of each WQE
  * @db_index: doorbell record index
  * @db: the doorbell record
- * @refs: references held by the table and by event handlers in flight
- * @wait: destroy waits here for @refs to drop to zero
+ * @refs: one for the table, one per event handler in flight
+ * @wait: destroy waits here for @refs to reach zero
  */
 struct mthca_srq {
 	struct ib_srq		ibsrq;
-	spinlock_t		lock;
+	spinlock_t		lock;	/* see the kernel-doc above */
+	struct mutex		mutex;	/* see the kernel-doc above */
 	u32			srqn;
 	u32			max;
 	u32			max_gs;
 	int			wqe_shift;
-	u32			limit;
 	int			first_free;
 	int			last_free;
 	u16			counter;
@@ -284,13 +256,16 @@ struct mthca_srq {
 /**
  * struct mthca_ah - an address handle
  * @ibah: the core's view
- * @av: the address vector, in @av_table.pool memory
- * @av_dma: bus address of @av
+ * @av: the 32-byte mem-free address vector (struct mthca_av), copied into
+ *	every UD WQE that uses the AH
+ * @port: the AH's port
+ * @sgid_index: port-relative source GID index, for MLX headers
  */
 struct mthca_ah {
 	struct ib_ah		ibah;
-	void			*av;
-	dma_addr_t		av_dma;
+	__be32			av[8];
+	u8			port;
+	u8			sgid_index;
 };
 
 static inline struct mthca_cq *to_mcq(struct ib_cq *ibcq)
@@ -313,30 +288,6 @@ static inline struct mthca_ah *to_mah(struct ib_ah *ibah)
 	return container_of(ibah, struct mthca_ah, ibah);
 }
 
-/*
- * What the data path uses from the base half (MTHCA), by these names
- * unless the base half publishes others first:
- *
- *   struct mthca_dev *to_mdev(struct ib_device *);  dev->ib_dev, dev->pdev
- *   dev->limits.{num_cqs,reserved_cqs,num_qps,reserved_qps,num_srqs,
- *	reserved_srqs,max_wqes,max_sg,max_desc_sz,num_mgms,num_amgms,
- *	pkey_table_len,gid_table_len,num_ports,max_srq_wqes,max_srq_sge}
- *   dev->driver_uar.index, dev->kar (the driver UAR page, mapped)
- *   comp/async EQ numbers of the EQs CQs report to
- *   u32 pd number of an ib_pd; lkey of the MR that covers a queue buffer
- *   struct mthca_mailbox { void *buf; dma_addr_t dma; } with
- *	mthca_alloc_mailbox(dev, gfp) / mthca_free_mailbox(dev, box)
- *   mthca_cmd(dev, in_param, in_mod, op_mod, op, timeout)   no output
- *   mthca_cmd_box(dev, in_param, out_param, in_mod, op_mod, op, timeout)
- *   mthca_cmd_imm(dev, in_param, &out_param, in_mod, op_mod, op, timeout)
- *   mthca_table_get(dev, icm_table, obj) / mthca_table_put(...)
- *   mthca_alloc_db(dev, type, qn, &db) -> index / mthca_free_db(dev, type,
- *	index): doorbell records, types CQ_SET_CI 1, CQ_ARM 2, SQ 3, RQ 4,
- *	SRQ 5
- *   a way to get a physically contiguous (or MTT-mapped) DMA buffer with
- *	an MR at iova 0 over it and its lkey (queue buffers)
- */
-
 int mthca_init_cq_table(struct mthca_dev *dev);
 void mthca_cleanup_cq_table(struct mthca_dev *dev);
 int mthca_init_qp_table(struct mthca_dev *dev);
@@ -354,5 +305,37 @@ void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type);
 void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type);
 
 void mthca_dp_init_verbs(struct ib_device *ibdev);
+
+/* Inside the data path. */
+struct ib_ud_header;
+
+struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
+				 struct ib_ucontext *uctx,
+				 struct ib_udata *udata);
+int mthca_dp_destroy_cq(struct ib_cq *ibcq);
+int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc);
+int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how);
+void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq);
+
+u16 mthca_qp_transition_cmd(enum ib_qp_state cur, enum ib_qp_state next);
+
+struct ib_srq *mthca_dp_create_srq(struct ib_pd *pd,
+				   struct ib_srq_init_attr *init,
+				   struct ib_udata *udata);
+int mthca_dp_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			enum ib_srq_attr_mask mask);
+int mthca_dp_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int mthca_dp_destroy_srq(struct ib_srq *ibsrq);
+int mthca_dp_post_srq_recv(struct ib_srq *ibsrq, struct ib_recv_wr *wr,
+			   struct ib_recv_wr **bad_wr);
+void mthca_dp_srq_free_wqe(struct mthca_srq *srq, u32 wqe_offset);
+
+struct ib_ah *mthca_dp_create_ah(struct ib_pd *pd, struct ib_ah_attr *attr);
+int mthca_dp_query_ah(struct ib_ah *ibah, struct ib_ah_attr *attr);
+int mthca_dp_destroy_ah(struct ib_ah *ibah);
+void mthca_dp_ah_to_header(struct mthca_ah *ah, struct ib_ud_header *hdr);
+
+int mthca_dp_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int mthca_dp_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 
 #endif /* MTHCA_DP_H */
