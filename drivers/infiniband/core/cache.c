@@ -440,6 +440,11 @@ int ib_get_cached_lmc(struct ib_device *device, u8 port_num, u8 *lmc)
 }
 EXPORT_SYMBOL(ib_get_cached_lmc);
 
+void ib_cache_flush(void)
+{
+	flush_workqueue(ib_cache_wq);
+}
+
 int ib_cache_init(void)
 {
 	ib_cache_wq = alloc_ordered_workqueue("ib_cache", WQ_MEM_RECLAIM);

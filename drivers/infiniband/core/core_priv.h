@@ -27,6 +27,8 @@ int ib_cache_init(void);
 void ib_cache_exit(void);
 int ib_cache_setup_one(struct ib_device *device);
 void ib_cache_cleanup_one(struct ib_device *device);
+/* Wait until every cache refresh queued so far has run (for tests). */
+void ib_cache_flush(void);
 
 /* Device release for the class: frees what ib_alloc_device() allocated. */
 void ib_device_release(struct device *dev);
