@@ -1179,24 +1179,21 @@ static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 	bool grh = av->g_slid & 0x80;
 	u16 pkey = IB_DEFAULT_PKEY_FULL;
 	int payload = 0;
-	int len, i;
+	int len, i, err;
+	bool imm;
 
 	for (i = 0; i < wr->num_sge; i++)
 		payload += wr->sg_list[i].length;
 
-	switch (wr->opcode) {
-	case IB_WR_SEND:
-		ib_ud_header_init(payload, grh, 0, &hdr);
-		hdr.bth.opcode = IB_OPCODE_UD_SEND_ONLY;
-		break;
-	case IB_WR_SEND_WITH_IMM:
-		ib_ud_header_init(payload, grh, 1, &hdr);
-		hdr.bth.opcode = IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE;
-		hdr.immediate_data = wr->imm_data;
-		break;
-	default:
+	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM)
 		return -EINVAL;
-	}
+	imm = wr->opcode == IB_WR_SEND_WITH_IMM;
+	/* sets the SEND_ONLY opcode, with or without immediate */
+	err = ib_ud_header_init(payload, grh, imm, &hdr);
+	if (err)
+		return err;
+	if (imm)
+		hdr.immediate_data = wr->imm_data;
 	mthca_dp_ah_to_header(ah, &hdr);
 
 	hdr.lrh.virtual_lane = qp0 ? 15 : 0;
