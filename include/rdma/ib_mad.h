@@ -17,6 +17,7 @@
 #ifndef IB_MAD_H
 #define IB_MAD_H
 
+#include <linux/bits.h>
 #include <linux/list.h>
 
 #include <rdma/ib_verbs.h>
@@ -63,9 +64,9 @@
 #define IB_MGMT_RMPP_TYPE_STOP			3
 #define IB_MGMT_RMPP_TYPE_ABORT			4
 
-#define IB_MGMT_RMPP_FLAG_ACTIVE		1
-#define IB_MGMT_RMPP_FLAG_FIRST			(1<<1)
-#define IB_MGMT_RMPP_FLAG_LAST			(1<<2)
+#define IB_MGMT_RMPP_FLAG_ACTIVE		BIT(0)
+#define IB_MGMT_RMPP_FLAG_FIRST			BIT(1)
+#define IB_MGMT_RMPP_FLAG_LAST			BIT(2)
 
 #define IB_MGMT_RMPP_NO_RESPTIME		0x1F
 

@@ -194,6 +194,8 @@ int ib_mad_check_reg(enum ib_qp_type qp_type,
 		     const struct ib_mad_reg_req *req, u8 rmpp_version,
 		     bool has_recv_handler)
 {
+	bool smi = qp_type == IB_QPT_SMI;
+
 	if (qp_type != IB_QPT_SMI && qp_type != IB_QPT_GSI)
 		return -EINVAL;
 	if (rmpp_version && (rmpp_version != IB_MGMT_RMPP_VERSION ||
@@ -205,7 +207,7 @@ int ib_mad_check_reg(enum ib_qp_type qp_type,
 		return -EINVAL;
 	if (req->mgmt_class_version >= IB_MAD_MAX_CLASS_VERSION)
 		return -EINVAL;
-	if (ib_mad_is_smp_class(req->mgmt_class) != (qp_type == IB_QPT_SMI))
+	if (ib_mad_is_smp_class(req->mgmt_class) != smi)
 		return -EINVAL;
 	if (ib_mad_is_vendor2_class(req->mgmt_class) &&
 	    !(req->oui[0] | req->oui[1] | req->oui[2]))

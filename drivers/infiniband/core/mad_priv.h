@@ -93,6 +93,7 @@ struct ib_mad_qp {
 	struct ib_mad_port	*port;
 	struct ib_qp		*qp;
 	int			index;
+	/* send/recv bookkeeping; never held while taking an agent lock */
 	spinlock_t		lock;
 	int			send_count;
 	struct list_head	overflow;
@@ -131,9 +132,11 @@ struct ib_mad_port {
 	struct workqueue_struct		*wq;
 	struct work_struct		cq_work;
 	bool				cq_dead;
+	/* agents, registrations, reply agents; may nest an agent lock */
 	spinlock_t			reg_lock;
 	struct list_head		agents;
 	struct ib_mad_qp		qp[IB_MAD_NUM_QPS];
+	/* local_list only; innermost */
 	spinlock_t			local_lock;
 	struct list_head		local_list;
 	struct work_struct		local_work;
@@ -168,6 +171,7 @@ struct ib_mad_agent_priv {
 	struct ib_mad_qp	*mqp;
 	struct ib_mad_reg	*reg;
 	struct list_head	port_list;
+	/* the agent's sends, reassemblies and their state; see above */
 	spinlock_t		lock;
 	struct list_head	sends;
 	struct list_head	done;
@@ -265,7 +269,6 @@ struct ib_mad_send_priv *ib_mad_find_send(struct ib_mad_agent_priv *agent,
 					  bool rmpp_only);
 void ib_mad_arm_timer(struct ib_mad_agent_priv *agent, unsigned long when);
 int ib_mad_post_seg(struct ib_mad_send_priv *sp, u32 seg);
-
 
 static inline struct ib_mad_agent_priv *
 ib_mad_agent_priv(struct ib_mad_agent *agent)

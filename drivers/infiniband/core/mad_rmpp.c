@@ -265,8 +265,8 @@ void ib_rmpp_fill_seg(void *wire, u32 seg_num, u32 seg_count, int pad)
 	ib_set_rmpp_flags(rh, flags);
 	rh->rmpp_status = IB_MGMT_RMPP_STATUS_SUCCESS;
 	rh->seg_num = cpu_to_be32(seg_num);
-	rh->paylen_newwin = cpu_to_be32(ib_rmpp_paylen(seg_num, seg_count,
-							pad));
+	rh->paylen_newwin =
+		cpu_to_be32(ib_rmpp_paylen(seg_num, seg_count, pad));
 }
 
 /* A control MAD (ACK, STOP, ABORT) to be sent once the lock is dropped. */
