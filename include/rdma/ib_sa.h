@@ -142,19 +142,10 @@ struct ib_sa_path_rec {
 	__be32		flow_label;
 	__be16		pkey;
 	__be16		qos_class;
-	u8		raw_traffic;
-	u8		hop_limit;
-	u8		traffic_class;
-	u8		reversible;
-	u8		numb_path;
-	u8		sl;
-	u8		mtu_selector;
-	u8		mtu;
-	u8		rate_selector;
-	u8		rate;
-	u8		packet_life_time_selector;
-	u8		packet_life_time;
-	u8		preference;
+	u8		raw_traffic, hop_limit, traffic_class, reversible;
+	u8		numb_path, sl, preference;
+	u8		mtu_selector, mtu, rate_selector, rate;
+	u8		packet_life_time_selector, packet_life_time;
 };
 
 enum ib_sa_mcmember_rec_comp {
@@ -214,18 +205,10 @@ struct ib_sa_mcmember_rec {
 	__be32		flow_label;
 	__be16		mlid;
 	__be16		pkey;
-	u8		mtu_selector;
-	u8		mtu;
-	u8		traffic_class;
-	u8		rate_selector;
-	u8		rate;
-	u8		packet_life_time_selector;
-	u8		packet_life_time;
-	u8		sl;
-	u8		hop_limit;
-	u8		scope;
-	u8		join_state;
-	u8		proxy_join;
+	u8		mtu_selector, mtu, rate_selector, rate;
+	u8		packet_life_time_selector, packet_life_time;
+	u8		traffic_class, sl, hop_limit;
+	u8		scope, join_state, proxy_join;
 };
 
 /*

@@ -18,10 +18,15 @@
 
 #include "sa.h"
 
-/* A row for member @m of struct @s at (@w, @b), @n bits wide. */
-#define SA_ROW(s, m, w, b, n) {						\
+/*
+ * A row for member @m of struct @s, @sz bytes in the structure, at (@w, @b)
+ * and @n bits wide on the wire. The size is spelled out (sizeof_field()
+ * would name @m twice); a wrong one makes ib_pack() refuse the row, which
+ * the suite's round trips would see.
+ */
+#define SA_ROW(s, m, sz, w, b, n) {					\
 	.struct_offset_bytes = offsetof(struct s, m),			\
-	.struct_size_bytes = sizeof_field(struct s, m),			\
+	.struct_size_bytes = (sz),					\
 	.offset_words = (w), .offset_bits = (b), .size_bits = (n),	\
 	.field_name = #s ":" #m }
 
@@ -30,58 +35,58 @@
 	.offset_words = (w), .offset_bits = (b), .size_bits = (n),	\
 	.field_name = "reserved" }
 
-#define PR(m, w, b, n) SA_ROW(ib_sa_path_rec, m, w, b, n)
-#define MC(m, w, b, n) SA_ROW(ib_sa_mcmember_rec, m, w, b, n)
-#define SR(m, w, b, n) SA_ROW(ib_sa_service_rec, m, w, b, n)
+#define PR(m, sz, w, b, n) SA_ROW(ib_sa_path_rec, m, sz, w, b, n)
+#define MC(m, sz, w, b, n) SA_ROW(ib_sa_mcmember_rec, m, sz, w, b, n)
+#define SR(m, sz, w, b, n) SA_ROW(ib_sa_service_rec, m, sz, w, b, n)
 
 /* PathRecord, 16 words. */
 static const struct ib_field sa_path_rows[] = {
-	PR(service_id, 0, 0, 64),
-	PR(dgid, 2, 0, 128),
-	PR(sgid, 6, 0, 128),
-	PR(dlid, 10, 0, 16),		PR(slid, 10, 16, 16),
-	PR(raw_traffic, 11, 0, 1),	SA_GAP(11, 1, 3),
-	PR(flow_label, 11, 4, 20),	PR(hop_limit, 11, 24, 8),
-	PR(traffic_class, 12, 0, 8),	PR(reversible, 12, 8, 1),
-	PR(numb_path, 12, 9, 7),	PR(pkey, 12, 16, 16),
-	PR(qos_class, 13, 0, 12),	PR(sl, 13, 12, 4),
-	PR(mtu_selector, 13, 16, 2),	PR(mtu, 13, 18, 6),
-	PR(rate_selector, 13, 24, 2),	PR(rate, 13, 26, 6),
-	PR(packet_life_time_selector, 14, 0, 2),
-	PR(packet_life_time, 14, 2, 6),
-	PR(preference, 14, 8, 8),	SA_GAP(14, 16, 16),
+	PR(service_id, 8, 0, 0, 64),
+	PR(dgid, 16, 2, 0, 128),
+	PR(sgid, 16, 6, 0, 128),
+	PR(dlid, 2, 10, 0, 16),		PR(slid, 2, 10, 16, 16),
+	PR(raw_traffic, 1, 11, 0, 1),	SA_GAP(11, 1, 3),
+	PR(flow_label, 4, 11, 4, 20),	PR(hop_limit, 1, 11, 24, 8),
+	PR(traffic_class, 1, 12, 0, 8),	PR(reversible, 1, 12, 8, 1),
+	PR(numb_path, 1, 12, 9, 7),	PR(pkey, 2, 12, 16, 16),
+	PR(qos_class, 2, 13, 0, 12),	PR(sl, 1, 13, 12, 4),
+	PR(mtu_selector, 1, 13, 16, 2),	PR(mtu, 1, 13, 18, 6),
+	PR(rate_selector, 1, 13, 24, 2),	PR(rate, 1, 13, 26, 6),
+	PR(packet_life_time_selector, 1, 14, 0, 2),
+	PR(packet_life_time, 1, 14, 2, 6),
+	PR(preference, 1, 14, 8, 8),	SA_GAP(14, 16, 16),
 	SA_GAP(15, 0, 32),
 };
 
 /* MCMemberRecord, 13 words. */
 static const struct ib_field sa_mcmember_rows[] = {
-	MC(mgid, 0, 0, 128),
-	MC(port_gid, 4, 0, 128),
-	MC(qkey, 8, 0, 32),
-	MC(mlid, 9, 0, 16),		MC(mtu_selector, 9, 16, 2),
-	MC(mtu, 9, 18, 6),		MC(traffic_class, 9, 24, 8),
-	MC(pkey, 10, 0, 16),		MC(rate_selector, 10, 16, 2),
-	MC(rate, 10, 18, 6),
-	MC(packet_life_time_selector, 10, 24, 2),
-	MC(packet_life_time, 10, 26, 6),
-	MC(sl, 11, 0, 4),		MC(flow_label, 11, 4, 20),
-	MC(hop_limit, 11, 24, 8),
-	MC(scope, 12, 0, 4),		MC(join_state, 12, 4, 4),
-	MC(proxy_join, 12, 8, 1),	SA_GAP(12, 9, 23),
+	MC(mgid, 16, 0, 0, 128),
+	MC(port_gid, 16, 4, 0, 128),
+	MC(qkey, 4, 8, 0, 32),
+	MC(mlid, 2, 9, 0, 16),		MC(mtu_selector, 1, 9, 16, 2),
+	MC(mtu, 1, 9, 18, 6),		MC(traffic_class, 1, 9, 24, 8),
+	MC(pkey, 2, 10, 0, 16),		MC(rate_selector, 1, 10, 16, 2),
+	MC(rate, 1, 10, 18, 6),
+	MC(packet_life_time_selector, 1, 10, 24, 2),
+	MC(packet_life_time, 1, 10, 26, 6),
+	MC(sl, 1, 11, 0, 4),		MC(flow_label, 4, 11, 4, 20),
+	MC(hop_limit, 1, 11, 24, 8),
+	MC(scope, 1, 12, 0, 4),		MC(join_state, 1, 12, 4, 4),
+	MC(proxy_join, 1, 12, 8, 1),	SA_GAP(12, 9, 23),
 };
 
 /* ServiceRecord, 44 words. */
 static const struct ib_field sa_service_rows[] = {
-	SR(id, 0, 0, 64),
-	SR(gid, 2, 0, 128),
-	SR(pkey, 6, 0, 16),		SA_GAP(6, 16, 16),
-	SR(lease, 7, 0, 32),
-	SR(key, 8, 0, 128),
-	SR(name, 12, 0, 512),
-	SR(data8, 28, 0, 128),
-	SR(data16, 32, 0, 128),
-	SR(data32, 36, 0, 128),
-	SR(data64, 40, 0, 128),
+	SR(id, 8, 0, 0, 64),
+	SR(gid, 16, 2, 0, 128),
+	SR(pkey, 2, 6, 0, 16),		SA_GAP(6, 16, 16),
+	SR(lease, 4, 7, 0, 32),
+	SR(key, 16, 8, 0, 128),
+	SR(name, 64, 12, 0, 512),
+	SR(data8, 16, 28, 0, 128),
+	SR(data16, 16, 32, 0, 128),
+	SR(data32, 16, 36, 0, 128),
+	SR(data64, 16, 40, 0, 128),
 };
 
 /**

@@ -28,28 +28,24 @@ static const u8 mgid_ipoib[16] = {
 
 static void sa_fill_path(struct ib_sa_path_rec *r)
 {
+	static const struct ib_sa_path_rec sample = {
+		.service_id = cpu_to_be64(0x0102030405060708ULL),
+		.dlid = cpu_to_be16(0x0013), .slid = cpu_to_be16(0x0024),
+		.raw_traffic = 1, .flow_label = cpu_to_be32(0xabcde),
+		.hop_limit = 0x40, .traffic_class = 0x5a, .reversible = 1,
+		.numb_path = 0x45, .pkey = cpu_to_be16(0x8001),
+		.qos_class = cpu_to_be16(0xabc), .sl = 0xd,
+		.mtu_selector = IB_SA_EQ, .mtu = IB_MTU_2048,
+		.rate_selector = IB_SA_EQ, .rate = IB_RATE_20_GBPS,
+		.packet_life_time_selector = IB_SA_EQ,
+		.packet_life_time = 0x13, .preference = 0x77,
+	};
+
+	/* Copied whole, so the padding is zero as unpack leaves it. */
 	memset(r, 0, sizeof(*r));
-	r->service_id = cpu_to_be64(0x0102030405060708ULL);
+	memcpy(r, &sample, sizeof(*r));
 	memcpy(r->dgid.raw, gid_a, 16);
 	memcpy(r->sgid.raw, gid_b, 16);
-	r->dlid = cpu_to_be16(0x0013);
-	r->slid = cpu_to_be16(0x0024);
-	r->raw_traffic = 1;
-	r->flow_label = cpu_to_be32(0xabcde);
-	r->hop_limit = 0x40;
-	r->traffic_class = 0x5a;
-	r->reversible = 1;
-	r->numb_path = 0x45;
-	r->pkey = cpu_to_be16(0x8001);
-	r->qos_class = cpu_to_be16(0xabc);
-	r->sl = 0xd;
-	r->mtu_selector = IB_SA_EQ;
-	r->mtu = IB_MTU_2048;
-	r->rate_selector = IB_SA_EQ;
-	r->rate = IB_RATE_20_GBPS;
-	r->packet_life_time_selector = IB_SA_EQ;
-	r->packet_life_time = 0x13;
-	r->preference = 0x77;
 }
 
 /*
@@ -136,15 +132,24 @@ static void sa_path_round_trip_max(struct kunit *test)
 	in.service_id = cpu_to_be64(~0ULL);
 	memset(in.dgid.raw, 0xff, 16);
 	memset(in.sgid.raw, 0xff, 16);
-	in.dlid = in.slid = in.pkey = cpu_to_be16(0xffff);
+	in.dlid = cpu_to_be16(0xffff);
+	in.slid = cpu_to_be16(0xffff);
+	in.pkey = cpu_to_be16(0xffff);
 	in.flow_label = cpu_to_be32(0xfffff);
 	in.qos_class = cpu_to_be16(0xfff);
-	in.raw_traffic = in.reversible = 1;
-	in.hop_limit = in.traffic_class = in.preference = 0xff;
+	in.raw_traffic = 1;
+	in.reversible = 1;
+	in.hop_limit = 0xff;
+	in.traffic_class = 0xff;
+	in.preference = 0xff;
 	in.numb_path = 0x7f;
 	in.sl = 0xf;
-	in.mtu_selector = in.rate_selector = in.packet_life_time_selector = 3;
-	in.mtu = in.rate = in.packet_life_time = 0x3f;
+	in.mtu_selector = 3;
+	in.rate_selector = 3;
+	in.packet_life_time_selector = 3;
+	in.mtu = 0x3f;
+	in.rate = 0x3f;
+	in.packet_life_time = 0x3f;
 
 	ib_sa_pack_path_rec(&in, buf);
 	ib_sa_unpack_path_rec(buf, &out);
@@ -282,7 +287,8 @@ static void sa_service_known(struct kunit *test)
 	ib_sa_pack_service_rec(&in, got);
 	ib_kunit_expect_bytes(test, "ServiceRecord", got, want, sizeof(want));
 
-	want[26] = want[27] = 0xff;
+	want[26] = 0xff;
+	want[27] = 0xff;
 	memset(&out, 0xee, sizeof(out));
 	ib_sa_unpack_service_rec(want, &out);
 	ib_kunit_expect_bytes(test, "ServiceRecord unpacked", &out, &in,
@@ -367,4 +373,5 @@ static struct kunit_suite sa_pack_suite = {
 	.name = "ib_sa_pack",
 	.test_cases = sa_pack_cases,
 };
+
 kunit_test_suite(sa_pack_suite);

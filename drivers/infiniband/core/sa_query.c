@@ -54,6 +54,7 @@ struct sa_sm_ah {
 struct sa_port {
 	struct ib_mad_agent	*agent;
 	struct sa_sm_ah		*sm_ah;
+	/* guards the sm_ah pointer; irqsave */
 	spinlock_t		ah_lock;
 	struct work_struct	refresh;
 	u8			port_num;
