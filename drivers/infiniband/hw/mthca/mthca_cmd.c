@@ -1361,7 +1361,7 @@ int mthca_MAD_IFC(struct mthca_dev *dev, bool ignore_mkey, bool ignore_bkey,
 	if (in_wc) {
 		u16 slid = in_wc->slid;
 
-		mb_set32(in->buf, MAD_IFC_WC + 0x00, in_wc->qp->qp_num);
+		mb_set32(in->buf, MAD_IFC_WC + 0x00, in_wc->qp_num);
 		mb_set32(in->buf, MAD_IFC_WC + 0x08, in_wc->src_qp);
 		mb_set8(in->buf, MAD_IFC_WC + 0x0c, in_wc->sl << 4);
 		mb_set8(in->buf, MAD_IFC_WC + 0x0d,

@@ -22,6 +22,7 @@
 #include <linux/interrupt.h>
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-hi-lo.h>
+#include <asm/unaligned.h>
 #include <rdma/ib_verbs.h>
 
 #include "mthca_cmd.h"

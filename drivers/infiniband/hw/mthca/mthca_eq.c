@@ -398,7 +398,7 @@ static int eq_regs_map(struct mthca_dev *dev)
 	t->clr_base = map_bar0_reg(dev, dev->fw.clr_int_base, 8);
 	t->arm_reg = map_bar0_reg(dev, dev->fw.eq_arm_base, 4);
 	t->set_ci_base = map_bar0_reg(dev, dev->fw.eq_set_ci_base,
-				      MTHCA_PROFILE_EQS_MAPPED * 8);
+				      dev->limits.num_eqs * 8);
 	if (!t->clr_base || !t->arm_reg || !t->set_ci_base) {
 		eq_regs_unmap(dev);
 		return -ENOMEM;
