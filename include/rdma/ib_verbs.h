@@ -339,16 +339,24 @@ struct ib_event {
  */
 struct ib_event_handler {
 	struct ib_device *device;
-	void		(*handler)(struct ib_event_handler *, struct ib_event *);
+	void		(*handler)(struct ib_event_handler *handler,
+				   struct ib_event *event);
 	struct list_head  list;
 };
 
+static inline void
+ib_init_event_handler(struct ib_event_handler *eh, struct ib_device *device,
+		      void (*handler)(struct ib_event_handler *handler,
+				      struct ib_event *event))
+{
+	eh->device = device;
+	eh->handler = handler;
+	INIT_LIST_HEAD(&eh->list);
+}
+
+/* Set up an event handler for ib_register_event_handler(). */
 #define INIT_IB_EVENT_HANDLER(_ptr, _device, _handler)		\
-	do {							\
-		(_ptr)->device  = _device;			\
-		(_ptr)->handler = _handler;			\
-		INIT_LIST_HEAD(&(_ptr)->list);			\
-	} while (0)
+	ib_init_event_handler(_ptr, _device, _handler)
 
 struct ib_global_route {
 	union ib_gid	dgid;
@@ -494,7 +502,7 @@ struct ib_srq_attr {
 };
 
 struct ib_srq_init_attr {
-	void		      (*event_handler)(struct ib_event *, void *);
+	void		      (*event_handler)(struct ib_event *event, void *context);
 	void		       *srq_context;
 	struct ib_srq_attr	attr;
 };
@@ -535,7 +543,7 @@ enum ib_qp_type {
  * more than requested.
  */
 struct ib_qp_init_attr {
-	void                  (*event_handler)(struct ib_event *, void *);
+	void                  (*event_handler)(struct ib_event *event, void *context);
 	void		       *qp_context;
 	struct ib_cq	       *send_cq;
 	struct ib_cq	       *recv_cq;
@@ -584,26 +592,26 @@ enum ib_rnr_timeout {
 
 enum ib_qp_attr_mask {
 	IB_QP_STATE			= 1,
-	IB_QP_CUR_STATE			= (1<<1),
-	IB_QP_EN_SQD_ASYNC_NOTIFY	= (1<<2),
-	IB_QP_ACCESS_FLAGS		= (1<<3),
-	IB_QP_PKEY_INDEX		= (1<<4),
-	IB_QP_PORT			= (1<<5),
-	IB_QP_QKEY			= (1<<6),
-	IB_QP_AV			= (1<<7),
-	IB_QP_PATH_MTU			= (1<<8),
-	IB_QP_TIMEOUT			= (1<<9),
-	IB_QP_RETRY_CNT			= (1<<10),
-	IB_QP_RNR_RETRY			= (1<<11),
-	IB_QP_RQ_PSN			= (1<<12),
-	IB_QP_MAX_QP_RD_ATOMIC		= (1<<13),
-	IB_QP_ALT_PATH			= (1<<14),
-	IB_QP_MIN_RNR_TIMER		= (1<<15),
-	IB_QP_SQ_PSN			= (1<<16),
-	IB_QP_MAX_DEST_RD_ATOMIC	= (1<<17),
-	IB_QP_PATH_MIG_STATE		= (1<<18),
-	IB_QP_CAP			= (1<<19),
-	IB_QP_DEST_QPN			= (1<<20)
+	IB_QP_CUR_STATE			= (1 << 1),
+	IB_QP_EN_SQD_ASYNC_NOTIFY	= (1 << 2),
+	IB_QP_ACCESS_FLAGS		= (1 << 3),
+	IB_QP_PKEY_INDEX		= (1 << 4),
+	IB_QP_PORT			= (1 << 5),
+	IB_QP_QKEY			= (1 << 6),
+	IB_QP_AV			= (1 << 7),
+	IB_QP_PATH_MTU			= (1 << 8),
+	IB_QP_TIMEOUT			= (1 << 9),
+	IB_QP_RETRY_CNT			= (1 << 10),
+	IB_QP_RNR_RETRY			= (1 << 11),
+	IB_QP_RQ_PSN			= (1 << 12),
+	IB_QP_MAX_QP_RD_ATOMIC		= (1 << 13),
+	IB_QP_ALT_PATH			= (1 << 14),
+	IB_QP_MIN_RNR_TIMER		= (1 << 15),
+	IB_QP_SQ_PSN			= (1 << 16),
+	IB_QP_MAX_DEST_RD_ATOMIC	= (1 << 17),
+	IB_QP_PATH_MIG_STATE		= (1 << 18),
+	IB_QP_CAP			= (1 << 19),
+	IB_QP_DEST_QPN			= (1 << 20)
 };
 
 enum ib_qp_state {
@@ -678,9 +686,9 @@ enum ib_wr_opcode {
 
 enum ib_send_flags {
 	IB_SEND_FENCE		= 1,
-	IB_SEND_SIGNALED	= (1<<1),
-	IB_SEND_SOLICITED	= (1<<2),
-	IB_SEND_INLINE		= (1<<3)
+	IB_SEND_SIGNALED	= (1 << 1),
+	IB_SEND_SOLICITED	= (1 << 2),
+	IB_SEND_INLINE		= (1 << 3)
 };
 
 struct ib_sge {
@@ -733,10 +741,10 @@ struct ib_recv_wr {
 
 enum ib_access_flags {
 	IB_ACCESS_LOCAL_WRITE	= 1,
-	IB_ACCESS_REMOTE_WRITE	= (1<<1),
-	IB_ACCESS_REMOTE_READ	= (1<<2),
-	IB_ACCESS_REMOTE_ATOMIC	= (1<<3),
-	IB_ACCESS_MW_BIND	= (1<<4)
+	IB_ACCESS_REMOTE_WRITE	= (1 << 1),
+	IB_ACCESS_REMOTE_READ	= (1 << 2),
+	IB_ACCESS_REMOTE_ATOMIC	= (1 << 3),
+	IB_ACCESS_MW_BIND	= (1 << 4)
 };
 
 /* A physically contiguous piece of a region for ib_reg_phys_mr(). */
@@ -807,7 +815,7 @@ struct ib_cq {
 	struct ib_device       *device;
 	struct ib_uobject      *uobject;
 	ib_comp_handler		comp_handler;
-	void                  (*event_handler)(struct ib_event *, void *);
+	void                  (*event_handler)(struct ib_event *event, void *context);
 	void		       *cq_context;
 	int			cqe;
 	atomic_t		usecnt; /* count number of work queues */
@@ -817,7 +825,7 @@ struct ib_srq {
 	struct ib_device       *device;
 	struct ib_pd	       *pd;
 	struct ib_uobject      *uobject;
-	void		      (*event_handler)(struct ib_event *, void *);
+	void		      (*event_handler)(struct ib_event *event, void *context);
 	void		       *srq_context;
 	atomic_t		usecnt;
 };
@@ -829,7 +837,7 @@ struct ib_qp {
 	struct ib_cq	       *recv_cq;
 	struct ib_srq	       *srq;
 	struct ib_uobject      *uobject;
-	void                  (*event_handler)(struct ib_event *, void *);
+	void                  (*event_handler)(struct ib_event *event, void *context);
 	void		       *qp_context;
 	u32			qp_num;
 	enum ib_qp_type		qp_type;
@@ -919,10 +927,12 @@ struct ib_device {
 	char                          name[IB_DEVICE_NAME_MAX];
 
 	struct list_head              event_handler_list;
+	/* guards event_handler_list; irqsave, held while handlers run */
 	spinlock_t                    event_handler_lock;
 
 	struct list_head              core_list;
 	struct list_head              client_data_list;
+	/* guards client_data_list; irqsave, never held across a callback */
 	spinlock_t                    client_data_lock;
 
 	struct ib_cache               cache;
@@ -1069,8 +1079,8 @@ enum {
  */
 struct ib_client {
 	char  *name;
-	void (*add)   (struct ib_device *);
-	void (*remove)(struct ib_device *);
+	void (*add)(struct ib_device *device);
+	void (*remove)(struct ib_device *device);
 
 	struct list_head list;
 };
@@ -1187,7 +1197,7 @@ static inline int ib_post_recv(struct ib_qp *qp,
 
 struct ib_cq *ib_create_cq(struct ib_device *device,
 			   ib_comp_handler comp_handler,
-			   void (*event_handler)(struct ib_event *, void *),
+			   void (*event_handler)(struct ib_event *event, void *context),
 			   void *cq_context, int cqe);
 int ib_resize_cq(struct ib_cq *cq, int cqe);
 int ib_destroy_cq(struct ib_cq *cq);

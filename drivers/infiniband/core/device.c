@@ -340,12 +340,15 @@ void ib_unregister_device(struct ib_device *device)
 	list_for_each_entry_reverse(client, &registered_clients, list)
 		ib_detach_client(device, client);
 
+	/*
+	 * The sysfs name must be gone before another device can be given
+	 * it, so the directory goes under the mutex too.
+	 */
+	ib_device_unregister_sysfs(device);
+	ib_cache_cleanup_one(device);
 	list_del(&device->core_list);
 	device->reg_state = IB_DEV_UNREGISTERED;
 	mutex_unlock(&registry_mutex);
-
-	ib_device_unregister_sysfs(device);
-	ib_cache_cleanup_one(device);
 }
 EXPORT_SYMBOL(ib_unregister_device);
 
