@@ -57,13 +57,14 @@ static void wqe_send_sizes(struct kunit *test)
 
 static void wqe_sge_room(struct kunit *test)
 {
+	unsigned int stride;
+
 	KUNIT_EXPECT_EQ(test, mthca_sq_max_sge(MTHCA_SQ_RC, 64), 2);
 	KUNIT_EXPECT_EQ(test, mthca_sq_max_sge(MTHCA_SQ_UD, 128), 4);
 	KUNIT_EXPECT_EQ(test, mthca_sq_max_sge(MTHCA_SQ_MLX, 64), 1);
 	/* what a stride is sized for fits back into it */
-	KUNIT_EXPECT_GE(test, mthca_sq_max_sge(MTHCA_SQ_UD,
-			1u << mthca_wqe_shift(mthca_sq_wqe_bytes(MTHCA_SQ_UD, 5))),
-			5u);
+	stride = 1u << mthca_wqe_shift(mthca_sq_wqe_bytes(MTHCA_SQ_UD, 5));
+	KUNIT_EXPECT_GE(test, mthca_sq_max_sge(MTHCA_SQ_UD, stride), 5u);
 }
 
 static void wqe_sq_offset_aligned(struct kunit *test)
@@ -89,4 +90,5 @@ static struct kunit_suite mthca_wqe_suite = {
 	.name = "mthca_wqe",
 	.test_cases = mthca_wqe_cases,
 };
+
 kunit_test_suite(mthca_wqe_suite);
