@@ -468,8 +468,11 @@ static int umad_fill_rmpp(struct ib_mad_send_buf *msg, const char __user *mad)
 	src = mad + msg->hdr_len;
 	for (seg = 1, left = msg->data_len; left > 0; seg++) {
 		int piece = min(left, msg->seg_size);
+		void *dst = ib_get_rmpp_segment(msg, seg);
 
-		if (copy_from_user(ib_get_rmpp_segment(msg, seg), src, piece))
+		if (!dst)
+			return -EINVAL;
+		if (copy_from_user(dst, src, piece))
 			return -EFAULT;
 		src += piece;
 		left -= piece;
@@ -578,12 +581,13 @@ static ssize_t umad_write(struct file *filp, const char __user *buf,
 	msg->context[0] = packet;
 
 	memcpy(msg->mad, packet->umad.data, IB_MGMT_MAD_HDR);
-	ret = -EFAULT;
 	if (rmpp_active) {
-		if (umad_fill_rmpp(msg, mad))
+		ret = umad_fill_rmpp(msg, mad);
+		if (ret)
 			goto out_msg;
 	} else if (copy_from_user((u8 *)msg->mad + copy_from, mad + copy_from,
 				  hdr_len + data_len - copy_from)) {
+		ret = -EFAULT;
 		goto out_msg;
 	}
 
