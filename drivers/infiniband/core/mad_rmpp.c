@@ -221,6 +221,9 @@ enum ib_rmpp_rx_action ib_rmpp_rx_seg(struct ib_rmpp_rxwin *w, u32 seg_num,
 		return IB_RMPP_RX_DROP;
 	w->last = seg_num;
 	if (last) {
+		/* The ACK's window must not end before the segment it ACKs. */
+		if (w->window_last < seg_num)
+			w->window_last = seg_num;
 		w->done = true;
 		return IB_RMPP_RX_LAST;
 	}
