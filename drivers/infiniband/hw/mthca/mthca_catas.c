@@ -65,6 +65,8 @@ static void catas_report(struct mthca_dev *dev)
 	u32 i;
 
 	mthca_err(dev, "catastrophic error detected\n");
+	/* The firmware is gone: commands of the teardown fail at once. */
+	WRITE_ONCE(dev->cmd.dead, true);
 	for (i = 0; i < dev->fw.catas_size; i++)
 		mthca_err(dev, "  buffer[%02x]: %08x\n", i,
 			  swab32(readl(dev->catas_buf + i)));

@@ -266,6 +266,8 @@ int mthca_cmd_exec(struct mthca_dev *dev, u64 in_param, u64 out_param,
 		   unsigned int timeout_ms)
 {
 	might_sleep();
+	if (READ_ONCE(dev->cmd.dead))
+		return -EIO;
 	if (READ_ONCE(dev->cmd.use_events))
 		return cmd_evented(dev, in_param, out_param, out_imm, in_mod,
 				   op_mod, op, timeout_ms);
@@ -314,6 +316,7 @@ int mthca_cmd_init(struct mthca_dev *dev)
 	sema_init(&dev->cmd.poll_sem, 1);
 	spin_lock_init(&dev->cmd.wait_lock);
 	dev->cmd.use_events = false;
+	dev->cmd.dead = false;
 	dev->cmd.waiters = NULL;
 
 	dev->hcr = ioremap(pci_resource_start(dev->pdev, 0) + 0x80680, 0x1c);
@@ -1035,7 +1038,7 @@ int mthca_UNMAP_ICM_AUX(struct mthca_dev *dev)
  */
 int mthca_NOP(struct mthca_dev *dev)
 {
-	return mthca_cmd_exec(dev, 0, 0, NULL, 0x1f, 0, MTHCA_CMD_NOP, 100);
+	return mthca_cmd_exec(dev, 0, 0, NULL, 0x1f, 0, MTHCA_CMD_NOP, 1000);
 }
 
 /**

@@ -118,7 +118,7 @@ enum mthca_cmd_status {
 #define MTHCA_CMD_TIMEOUT_MS	60000
 
 /* The QP transition opcodes take the QP number and this in in_mod. */
-#define MTHCA_CMD_QP_IS_EE	(1 << 24)
+#define MTHCA_CMD_QP_IS_EE	BIT(24)
 
 /*
  * Errno for a firmware status: the status itself is logged by

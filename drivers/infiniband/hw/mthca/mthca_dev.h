@@ -34,7 +34,7 @@
 
 /* The unit of ICM mapping and of the firmware area. */
 #define MTHCA_ICM_PAGE_SHIFT	12
-#define MTHCA_ICM_PAGE_SIZE	(1 << MTHCA_ICM_PAGE_SHIFT)
+#define MTHCA_ICM_PAGE_SIZE	BIT(MTHCA_ICM_PAGE_SHIFT)
 
 /* Length of the board id QUERY_ADAPTER returns (PSID). */
 #define MTHCA_BOARD_ID_LEN	64
@@ -88,7 +88,7 @@ struct ib_mad_agent;
  * @bits: one bit per number, set when in use
  */
 struct mthca_bitmap {
-	spinlock_t	lock;
+	spinlock_t	lock;	/* see the kernel-doc above */
 	u32		hint;
 	u32		gen;
 	u32		count;
@@ -134,7 +134,7 @@ void mthca_ptr_array_clear(struct mthca_ptr_array *pa, u32 idx);
 
 /* ICM tables are backed chunk by chunk, each chunk this big. */
 #define MTHCA_ICM_CHUNK_SHIFT	18
-#define MTHCA_ICM_CHUNK_SIZE	(1 << MTHCA_ICM_CHUNK_SHIFT)
+#define MTHCA_ICM_CHUNK_SIZE	BIT(MTHCA_ICM_CHUNK_SHIFT)
 
 struct mthca_icm;
 
@@ -155,7 +155,7 @@ struct mthca_icm_table {
 	u32			obj_size;
 	u32			nchunks;
 	bool			lowmem;
-	struct mutex		mutex;
+	struct mutex		mutex;	/* see the kernel-doc above */
 	struct mthca_icm	*chunk[];
 };
 
@@ -218,7 +218,7 @@ void mthca_uar_free(struct mthca_dev *dev, struct mthca_uar *uar);
  * @nfree: per order, free blocks
  */
 struct mthca_buddy {
-	spinlock_t	lock;
+	spinlock_t	lock;	/* see the kernel-doc above */
 	int		max_order;
 	unsigned long	**bits;
 	unsigned int	*nfree;
@@ -405,18 +405,20 @@ struct mthca_cmd_waiter;
  * @max_cmds: commands the firmware accepts at once
  * @token_mask: bits of a token beyond the waiter index
  * @use_events: commands complete through the command EQ
+ * @dead: the firmware hit a catastrophic error; commands fail at once
  */
 struct mthca_cmd_state {
 	struct dma_pool		*pool;
-	struct mutex		hcr_mutex;
+	struct mutex		hcr_mutex;	/* see the kernel-doc above */
 	struct semaphore	poll_sem;
 	struct semaphore	event_sem;
-	spinlock_t		wait_lock;
+	spinlock_t		wait_lock;	/* see the kernel-doc above */
 	struct mthca_cmd_waiter	*waiters;
 	int			free_waiter;
 	int			max_cmds;
 	u16			token_mask;
 	bool			use_events;
+	bool			dead;
 };
 
 /* ------------------------------------------------------------------ */
@@ -611,9 +613,9 @@ struct mthca_dev {
 	struct mthca_bitmap	uar_bitmap;
 	struct mthca_uar	driver_uar;
 	void __iomem		*kar;
-	spinlock_t		uar_lock;
+	spinlock_t		uar_lock;	/* see the kernel-doc above */
 	struct mthca_db_pages	*db_pages;
-	struct mutex		db_mutex;
+	struct mutex		db_mutex;	/* see the kernel-doc above */
 
 	struct mthca_bitmap	pd_bitmap;
 	struct mthca_bitmap	mpt_bitmap;
@@ -632,9 +634,9 @@ struct mthca_dev {
 	u32 __iomem		*catas_buf;
 	struct list_head	catas_node;
 
-	struct mutex		cap_mask_mutex;
+	struct mutex		cap_mask_mutex;	/* see the kernel-doc above */
 	u32			port_cap_mask[MTHCA_MAX_PORTS];
-	spinlock_t		sm_lock;
+	spinlock_t		sm_lock;	/* see the kernel-doc above */
 	struct ib_ah		*sm_ah[MTHCA_MAX_PORTS];
 	struct ib_mad_agent	*send_agent[MTHCA_MAX_PORTS][2];
 	struct workqueue_struct	*wq;

@@ -26,7 +26,7 @@
 #define CMD_EQ_ENTRIES		128
 #define EQ_SLACK		128
 /* The completion EQ needs at most one entry per armed CQ; cap it. */
-#define COMP_EQ_MAX_ENTRIES	(1 << 14)
+#define COMP_EQ_MAX_ENTRIES	BIT(14)
 
 /* EQ context (mailbox of SW2HW_EQ). */
 #define EQC_FLAGS		0x00
@@ -396,7 +396,8 @@ static int eq_regs_map(struct mthca_dev *dev)
 	struct mthca_eq_table *t = &dev->eq_table;
 
 	t->clr_base = map_bar0_reg(dev, dev->fw.clr_int_base, 8);
-	t->arm_reg = map_bar0_reg(dev, dev->fw.eq_arm_base, 4);
+	/* 64-bit register; EQs 0..31 are its second dword. */
+	t->arm_reg = map_bar0_reg(dev, dev->fw.eq_arm_base + 4, 4);
 	t->set_ci_base = map_bar0_reg(dev, dev->fw.eq_set_ci_base,
 				      dev->limits.num_eqs * 8);
 	if (!t->clr_base || !t->arm_reg || !t->set_ci_base) {

@@ -36,7 +36,7 @@ MODULE_LICENSE("Dual BSD/GPL");
 #define PCI_DEVICE_ARBEL	0x6282
 
 /* BAR0 of the MT25208 is exactly 1 MiB. */
-#define MTHCA_BAR0_SIZE		(1UL << 20)
+#define MTHCA_BAR0_SIZE		BIT(20)
 
 /* Data segments a WQE can take after the next and (mem-free) UD segments. */
 #define WQE_NEXT_SEG		16
@@ -529,12 +529,14 @@ static int msix_enable(struct mthca_dev *dev)
 /* Everything between a reset device and a registered ib_device. */
 static int mthca_bring_up(struct pci_dev *pdev, bool try_msix)
 {
+	struct ib_device *ibdev;
 	struct mthca_dev *dev;
 	int ret;
 
-	dev = (struct mthca_dev *)ib_alloc_device(sizeof(*dev));
-	if (!dev)
+	ibdev = ib_alloc_device(sizeof(*dev));
+	if (!ibdev)
 		return -ENOMEM;
+	dev = to_mdev(ibdev);
 	dev->pdev = pdev;
 	spin_lock_init(&dev->uar_lock);
 	spin_lock_init(&dev->sm_lock);

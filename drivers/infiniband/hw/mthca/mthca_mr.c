@@ -155,7 +155,7 @@ int mthca_mtt_write(struct mthca_dev *dev, struct mthca_mtt *mtt,
 	ent = mb->buf;
 
 	while (n > 0) {
-		int batch = min(n, (int)MTT_PER_MAILBOX);
+		int batch = min_t(int, n, MTT_PER_MAILBOX);
 		int i;
 
 		ent[0] = cpu_to_be64(mtt_icm_addr(dev, mtt->first_seg,

@@ -8,7 +8,7 @@
 #include "mthca_dev.h"
 
 /* PD numbers handed out; PDs take no ICM. */
-#define MTHCA_NUM_PDS	(1 << 15)
+#define MTHCA_NUM_PDS	BIT(15)
 
 /**
  * mthca_pd_alloc() - set up a PD

@@ -513,7 +513,6 @@ int mthca_register_device(struct mthca_dev *dev)
 	ib->process_mad = mthca_process_mad;
 	mthca_dp_init_verbs(ib);
 
-	mutex_init(&dev->cap_mask_mutex);
 	ret = ib_register_device(ib);
 	if (ret)
 		return ret;
