@@ -9,7 +9,10 @@
 #ifndef IB_KTEST_DEV_H
 #define IB_KTEST_DEV_H
 
+#include <kunit/resource.h>
 #include <kunit/test.h>
+#include <linux/device.h>
+#include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -53,6 +56,19 @@ static inline int ktest_query_port(struct ib_device *ibdev, u8 port,
 	attr->active_width = IB_WIDTH_4X;
 	attr->active_speed = 1;
 	attr->phys_state = 5;
+	attr->lid = 0x10 + port;
+	attr->sm_lid = 1;
+	attr->sm_sl = 3;
+	attr->port_cap_flags = 0x02510a68;
+	return 0;
+}
+
+static inline int ktest_modify_device(struct ib_device *ibdev, int mask,
+				      struct ib_device_modify *mod)
+{
+	if (mask & ~IB_DEVICE_MODIFY_NODE_DESC)
+		return -EOPNOTSUPP;
+	memcpy(ibdev->node_desc, mod->node_desc, sizeof(ibdev->node_desc));
 	return 0;
 }
 
@@ -195,6 +211,34 @@ static inline int ktest_dereg_mr(struct ib_mr *mr)
 }
 
 /*
+ * The "PCI function" of a test device: a root device that can do DMA (the
+ * MAD layer, registered on UML too, maps its buffers for every device it
+ * is given).  It lives until the end of the test, after the ib_device.
+ */
+static inline int ktest_parent_init(struct kunit_resource *res, void *kd)
+{
+	static atomic_t serial = ATOMIC_INIT(0);
+	char name[48];
+	struct device *dev;
+
+	/* unique in this test file; test files run one after the other */
+	snprintf(name, sizeof(name), "%s_%d", KBUILD_BASENAME,
+		 atomic_inc_return(&serial));
+	dev = root_device_register(name);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	dev->coherent_dma_mask = DMA_BIT_MASK(64);
+	dev->dma_mask = &dev->coherent_dma_mask;
+	res->data = dev;
+	return 0;
+}
+
+static inline void ktest_parent_free(struct kunit_resource *res)
+{
+	root_device_unregister(res->data);
+}
+
+/*
  * A test device named @name (a "%d" in it is resolved at registration),
  * with every mandatory method, SRQs, and GIDs/P_Keys that tell ports and
  * indices apart: GID i of port p is fe80::p:i, P_Key i is 0xffff for i 0,
@@ -208,6 +252,10 @@ static inline struct ktest_dev *ktest_dev_alloc(struct kunit *test,
 
 	kd = (struct ktest_dev *)ib_alloc_device(sizeof(*kd));
 	KUNIT_ASSERT_NOT_NULL(test, kd);
+	kd->ibdev.dma_device = kunit_alloc_resource(test, ktest_parent_init,
+						    ktest_parent_free,
+						    GFP_KERNEL, kd);
+	KUNIT_ASSERT_NOT_NULL(test, kd->ibdev.dma_device);
 
 	strscpy(kd->ibdev.name, name, sizeof(kd->ibdev.name));
 	kd->ibdev.owner = THIS_MODULE;
@@ -231,6 +279,7 @@ static inline struct ktest_dev *ktest_dev_alloc(struct kunit *test,
 	kd->ibdev.query_port = ktest_query_port;
 	kd->ibdev.query_gid = ktest_query_gid;
 	kd->ibdev.query_pkey = ktest_query_pkey;
+	kd->ibdev.modify_device = ktest_modify_device;
 	kd->ibdev.alloc_pd = ktest_alloc_pd;
 	kd->ibdev.dealloc_pd = ktest_dealloc_pd;
 	kd->ibdev.create_ah = ktest_create_ah;
