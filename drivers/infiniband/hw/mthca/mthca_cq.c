@@ -140,7 +140,7 @@ void mthca_cq_event(struct mthca_dev *dev, u32 cqn, enum ib_event_type type)
 	cq_put(cq);
 }
 
-/* IBA 10.7.3.1 completion status of each error syndrome. */
+/* The work completion status of each error syndrome. */
 static enum ib_wc_status cq_syndrome_status(u8 syndrome)
 {
 	switch (syndrome) {
@@ -540,7 +540,7 @@ err_free:
  * Takes the CQ back from the HCA, then waits until event handlers that
  * already found it have returned.
  *
- * Return: 0.
+ * Return: 0, or -EBUSY while QPs still use the CQ.
  */
 int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 {
@@ -548,6 +548,10 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 	struct mthca_cq *cq = to_mcq(ibcq);
 	struct mthca_mailbox *box;
 	int err;
+
+	/* IBA C11-17: not while a work queue is still associated. */
+	if (atomic_read(&ibcq->usecnt))
+		return -EBUSY;
 
 	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	if (IS_ERR(box)) {

@@ -9,9 +9,10 @@
  * it from the previous one and tells the HCA through the doorbell record
  * (receive) or the record plus the UAR send doorbell (send).
  *
- * The state machine is the IBA one (IBA 10.3.1, the Modify QP table of
- * IBA 11.2.4.2); ib_modify_qp_is_ok() checks a transition and its
- * attributes, and each legal transition maps to one firmware command.
+ * The state machine is the IBA one (the QP state diagram of chapter 10 and
+ * the Modify QP attribute table of 11.2.4.2): ib_modify_qp_is_ok() checks
+ * a transition and its attributes, and each legal transition maps to one
+ * firmware command.
  */
 #include <linux/slab.h>
 #include <linux/log2.h>
@@ -69,8 +70,7 @@ static const s8 mthca_ib_qp_state[] = {
 
 /*
  * The firmware command of each transition the IBA allows (0: none).  Any
- * state may go to RESET or ERR (IBA 10.3.1); the rest follow the state
- * diagram of IBA figure 124.
+ * state may go to RESET or ERR; the rest follow the QP state diagram.
  */
 static const u8 mthca_qp_trans_cmd[IB_QPS_ERR + 1][IB_QPS_ERR + 1] = {
 	[IB_QPS_RESET] = {
@@ -533,7 +533,7 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 	qp->sq_policy = init->sq_sig_type;
 
 	if (qp_is_special(qp)) {
-		/* IBA 10.2.4.4: QP0 and QP1 are per port; each exists once. */
+		/* QP0 and QP1 exist once per port. */
 		qpn = dev->qp_table.sqp_base +
 			2 * (init->qp_type == IB_QPT_GSI) + qp->port - 1;
 		err = xa_insert_irq(xa, qpn, NULL, GFP_KERNEL);
@@ -655,7 +655,7 @@ static int mthca_dp_destroy_qp(struct ib_qp *ibqp)
 	return 0;
 }
 
-/* Fill an address path from an address handle attribute (IBA 11.2.4.2). */
+/* Fill an address path of the QP context from an AH attribute. */
 static int qp_set_path(struct mthca_dev *dev, const struct ib_ah_attr *ah,
 		       struct mthca_qpc_path *path)
 {
@@ -936,7 +936,7 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (cur > IB_QPS_ERR || next > IB_QPS_ERR)
 		goto out;
 
-	/* IBA 11.2.4.2 / C11-9: the transition and its attribute mask. */
+	/* The transition and its required/allowed attributes (11.2.4.2). */
 	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
 		dev_dbg(&dev->pdev->dev,
 			"QP %06x: %s -> %s with mask %#x not allowed\n",
@@ -1164,8 +1164,8 @@ static void set_data_seg(struct mthca_data_seg *d, const struct ib_sge *sge)
 
 /*
  * Build the LRH..DETH of an MLX send in the header slot of WQE @ind and
- * point the WQE's first gather entry at it.  IBA 13.5.3/14.2.2: QP0
- * traffic goes on VL15; a permissive DLID asks for a permissive SLID.
+ * point the WQE's first gather entry at it.  QP0 traffic (SMPs) goes on
+ * VL15; a permissive DLID asks for a permissive SLID.
  */
 static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 			struct ib_send_wr *wr, struct mthca_mlx_seg *mlx,
@@ -1248,9 +1248,9 @@ static void qp_ring_send(struct mthca_dev *dev, struct mthca_qp *qp,
  *
  * Never sleeps.
  *
- * Return: 0, -EINVAL for a QP not ready to send (IBA 11.4.1.1: RESET,
- * INIT and RTR reject sends) or a malformed request, -ENOMEM when the
- * queue is full.
+ * Return: 0, -EINVAL for a QP not ready to send (RESET, INIT, RTR) or a
+ * malformed request, -ENOMEM when the queue is full.  In SQE and ERR the
+ * requests are accepted and complete in error (IBA C10-96).
  */
 static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 			      struct ib_send_wr **bad_wr)
@@ -1266,6 +1266,7 @@ static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 	int i;
 
 	spin_lock_irqsave(&qp->sq.lock, flags);
+	/* SQD, SQE and ERR take requests too (C10-96: ERR flushes them). */
 	if (READ_ONCE(qp->state) < IB_QPS_RTS) {
 		err = -EINVAL;
 		*bad_wr = wr;
@@ -1416,7 +1417,7 @@ out_unlock:
  *
  * Never sleeps.
  *
- * Return: 0, -EINVAL for a QP in RESET (IBA 11.4.1.2), one with an SRQ,
+ * Return: 0, -EINVAL for a QP in RESET, one with an SRQ,
  * or a malformed request, -ENOMEM when the queue is full.
  */
 static int mthca_dp_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,

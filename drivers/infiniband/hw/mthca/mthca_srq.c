@@ -68,8 +68,8 @@ static void srq_put(struct mthca_srq *srq)
  * @srqn: the SRQ number from the EQE
  * @type: the event (IB_EVENT_SRQ_LIMIT_REACHED or IB_EVENT_SRQ_ERR)
  *
- * Called from the EQ interrupt handler.  The limit is one-shot (IBA
- * 10.2.9.3): the consumer must arm it again with modify_srq.
+ * Called from the EQ interrupt handler.  The limit event is one-shot: the
+ * consumer arms it again with modify_srq.
  */
 void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type)
 {
@@ -274,7 +274,7 @@ int mthca_dp_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	if (mask & IB_SRQ_MAX_WR)
 		return -EINVAL;
 	if (mask & IB_SRQ_LIMIT) {
-		/* IBA 11.2.3.3 (C11-33): the limit may not exceed the size. */
+		/* The limit may not exceed the size of the queue. */
 		if (attr->srq_limit > srq->max - 1)
 			return -EINVAL;
 		mutex_lock(&srq->mutex);
