@@ -229,18 +229,26 @@ int ib_cache_setup_one(struct ib_device *device)
 		goto err;
 	}
 
+	/*
+	 * Follow events before the first read, so a port change that comes
+	 * while the tables are read is not lost (at worst a port is read
+	 * twice).
+	 */
+	INIT_IB_EVENT_HANDLER(&device->cache.event_handler, device,
+			      ib_cache_event);
+	ib_register_event_handler(&device->cache.event_handler);
+
 	for (port = rdma_start_port(device); port <= rdma_end_port(device);
 	     port++) {
 		ret = ib_cache_refresh_port(device, port);
 		if (ret)
-			goto err;
+			goto err_handler;
 	}
-
-	INIT_IB_EVENT_HANDLER(&device->cache.event_handler, device,
-			      ib_cache_event);
-	ib_register_event_handler(&device->cache.event_handler);
 	return 0;
 
+err_handler:
+	ib_unregister_event_handler(&device->cache.event_handler);
+	flush_workqueue(ib_cache_wq);
 err:
 	ib_cache_free_tables(device);
 	return ret;
@@ -284,7 +292,7 @@ int ib_get_cached_gid(struct ib_device *device, u8 port_num, int index,
 
 	read_lock_irqsave(&device->cache.lock, flags);
 	table = device->cache.gid_cache[slot];
-	if (index >= 0 && index < table->count) {
+	if (table && index >= 0 && index < table->count) {
 		*gid = table->entries[index];
 		ret = 0;
 	}
@@ -317,7 +325,7 @@ int ib_find_cached_gid(struct ib_device *device, union ib_gid *gid,
 	read_lock_irqsave(&device->cache.lock, flags);
 	for (slot = 0; slot < n && ret; slot++) {
 		table = device->cache.gid_cache[slot];
-		for (i = 0; i < table->count; i++) {
+		for (i = 0; table && i < table->count; i++) {
 			if (memcmp(gid, &table->entries[i], sizeof(*gid)))
 				continue;
 			if (port_num)
@@ -358,7 +366,7 @@ int ib_get_cached_pkey(struct ib_device *device, u8 port_num, int index,
 
 	read_lock_irqsave(&device->cache.lock, flags);
 	table = device->cache.pkey_cache[slot];
-	if (index >= 0 && index < table->count) {
+	if (table && index >= 0 && index < table->count) {
 		*pkey = table->entries[index];
 		ret = 0;
 	}
@@ -393,7 +401,7 @@ int ib_find_cached_pkey(struct ib_device *device, u8 port_num, u16 pkey,
 
 	read_lock_irqsave(&device->cache.lock, flags);
 	table = device->cache.pkey_cache[slot];
-	for (i = 0; i < table->count && full < 0; i++) {
+	for (i = 0; table && i < table->count && full < 0; i++) {
 		u16 entry = table->entries[i];
 
 		if ((entry & 0x7fff) != (pkey & 0x7fff))
