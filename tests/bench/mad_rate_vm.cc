@@ -9,11 +9,13 @@
 // libibumad) measures for a few seconds
 //   - SMP round trips: SubnGet(NodeInfo) LID-routed to the switch;
 //   - SA PathRecord queries: SubnAdmGet(PathRecord) to the other guest.
-// The guests take turns, so they do not compete for the CPUs.
+// The guests take turns, so they do not compete for the CPUs, in two
+// alternating rounds of which the better rate counts.
 //
 // If our stack does not come up, that is said plainly and no ratio is
 // printed. Exit status: 0 when the upstream guest was measured (whatever
 // ours did), 1 otherwise. The summary also goes to <build>/lab/mad_rate.txt.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -134,9 +136,21 @@ int main(int argc, char **argv)
 		else
 			throw std::runtime_error("no switch LID: " + ibsw.output);
 		std::string lid0 = ours.error.empty() ? Lid(g0) : "", lid1 = Lid(g1);
-		up = Measure(g1, tool, sw, lid0.empty() ? Lid(g2) : lid0, seconds);
-		if (ours.error.empty())
-			ours = Measure(g0, tool, sw, lid1, seconds);
+		// Two alternating rounds, the better of each kept: a TCG guest on
+		// a shared host is easily slowed down for a while.
+		for (int round = 0; round < 2; round++) {
+			Rates u = Measure(g1, tool, sw, lid0.empty() ? Lid(g2) : lid0, seconds);
+			if (!u.error.empty())
+				throw std::runtime_error("upstream guest: " + u.error);
+			up.smp = std::max(up.smp, u.smp);
+			up.sa = std::max(up.sa, u.sa);
+			if (!ours.error.empty())
+				continue;
+			Rates r = Measure(g0, tool, sw, lid1, seconds);
+			ours.error = r.error;
+			ours.smp = std::max(ours.smp, r.smp);
+			ours.sa = std::max(ours.sa, r.sa);
+		}
 		auto report = lab.shutdown();
 		if (!report.ok())
 			rep << "(lab: " << report.text() << ")\n";
