@@ -1212,12 +1212,8 @@ static int st_parse_peer(const char *buf, struct st_peer *p)
 	if (!lid || lid >= 0xc000 || rc_qpn < 2 || rc_qpn > 0xffffff ||
 	    ud_qpn < 2 || ud_qpn > 0xffffff || psn > 0xffffff)
 		return -EINVAL;
-	p->lid = lid;
-	p->rc_qpn = rc_qpn;
-	p->ud_qpn = ud_qpn;
-	p->rkey = rkey;
-	p->addr = addr;
-	p->psn = psn;
+	*p = (struct st_peer){ .lid = lid, .rc_qpn = rc_qpn, .ud_qpn = ud_qpn,
+			       .rkey = rkey, .addr = addr, .psn = psn };
 	return 0;
 }
 
