@@ -140,8 +140,8 @@ void mthca_cmd_use_polling(struct mthca_dev *dev);
 void mthca_cmd_event(struct mthca_dev *dev, u16 token, u8 status,
 		     u64 out_param);
 
-/**
- * struct mthca_dev_lim - QUERY_DEV_LIM results the profile needs
+/*
+ * struct mthca_dev_lim: QUERY_DEV_LIM results the profile needs
  *
  * Entry sizes are bytes per object; counts are log2 values as reported.
  */
@@ -234,8 +234,8 @@ struct mthca_adapter_info {
 	char	board_id[64];
 };
 
-/**
- * struct mthca_init_hca_param - INIT_HCA input
+/*
+ * struct mthca_init_hca_param: INIT_HCA input
  *
  * Bases are ICM addresses; log_* are log2 of the table sizes.
  */
@@ -267,8 +267,8 @@ struct mthca_init_hca_param {
 	u8	log_uarc_sz;
 };
 
-/**
- * struct mthca_init_ib_param - INIT_IB input for one port
+/*
+ * struct mthca_init_ib_param: INIT_IB input for one port
  */
 struct mthca_init_ib_param {
 	int	port_width;

@@ -447,8 +447,8 @@ struct mthca_fw_info {
 	u32	catas_size;
 };
 
-/**
- * struct mthca_limits - the device's effective limits (QUERY_DEV_LIM and
+/*
+ * struct mthca_limits: the device's effective limits (QUERY_DEV_LIM and
  * the profile), as both halves of the driver need them
  *
  * Counts are numbers of objects, not log2 values.  "reserved_*" are the
@@ -501,8 +501,8 @@ struct mthca_limits {
 	u64	max_mr_size;
 };
 
-/**
- * struct mthca_icm_layout - where INIT_HCA put each table in ICM
+/*
+ * struct mthca_icm_layout: where INIT_HCA put each table in ICM
  *
  * Filled in by the profile; the ICM tables and mthca_dp.h's tables are
  * built over these addresses.

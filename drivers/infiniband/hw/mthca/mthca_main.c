@@ -74,7 +74,7 @@ MODULE_PARM_DESC(num_mtt, "MTT segments (default 1048576)");
 /* Serialises probe, removal and the reset after a catastrophic error. */
 DEFINE_MUTEX(mthca_device_mutex);
 
-/* What probing a device needs to remember to undo it. */
+/* Limits from QUERY_DEV_LIM; refuses a device this driver cannot run. */
 static int limits_from_dev_lim(struct mthca_dev *dev,
 			       const struct mthca_dev_lim *dl)
 {
