@@ -200,16 +200,13 @@ struct ib_class_port_info {
 	__be32			trap_qkey;
 };
 
-/**
- * ib_get_rmpp_resptime() - RRespTime of an RMPP header
- * @rmpp_hdr: the header
- *
- * Return: the 5-bit response time code.
+/*
+ * RMPP header byte 2: RRespTime in bits 7..3, the Active/First/Last flags
+ * in bits 2..0.  The accessors below read and write one part and leave
+ * the other alone.
  */
-static inline u8 ib_get_rmpp_resptime(struct ib_rmpp_hdr *rmpp_hdr)
-{
-	return rmpp_hdr->rmpp_rtime_flags >> 3;
-}
+#define IB_RMPP_FLAGS_BITS	0x07
+#define IB_RMPP_RTIME_SHIFT	3
 
 /**
  * ib_get_rmpp_flags() - the flags of an RMPP header
@@ -219,34 +216,52 @@ static inline u8 ib_get_rmpp_resptime(struct ib_rmpp_hdr *rmpp_hdr)
  */
 static inline u8 ib_get_rmpp_flags(struct ib_rmpp_hdr *rmpp_hdr)
 {
-	return rmpp_hdr->rmpp_rtime_flags & 0x7;
+	u8 byte = rmpp_hdr->rmpp_rtime_flags;
+
+	return byte & IB_RMPP_FLAGS_BITS;
 }
 
 /**
- * ib_set_rmpp_resptime() - set RRespTime, keeping the flags
+ * ib_get_rmpp_resptime() - RRespTime of an RMPP header
  * @rmpp_hdr: the header
- * @rtime: the 5-bit response time code
+ *
+ * Return: the 5-bit response time code.
  */
-static inline void ib_set_rmpp_resptime(struct ib_rmpp_hdr *rmpp_hdr, u8 rtime)
+static inline u8 ib_get_rmpp_resptime(struct ib_rmpp_hdr *rmpp_hdr)
 {
-	rmpp_hdr->rmpp_rtime_flags = ib_get_rmpp_flags(rmpp_hdr) | (rtime << 3);
+	u8 byte = rmpp_hdr->rmpp_rtime_flags;
+
+	return byte >> IB_RMPP_RTIME_SHIFT;
 }
 
 /**
- * ib_set_rmpp_flags() - set the flags, keeping RRespTime
+ * ib_set_rmpp_flags() - replace the flags, RRespTime unchanged
  * @rmpp_hdr: the header
  * @flags: IB_MGMT_RMPP_FLAG_* bits
  */
 static inline void ib_set_rmpp_flags(struct ib_rmpp_hdr *rmpp_hdr, u8 flags)
 {
-	rmpp_hdr->rmpp_rtime_flags = (rmpp_hdr->rmpp_rtime_flags & 0xF8) |
-				     (flags & 0x7);
+	u8 keep = rmpp_hdr->rmpp_rtime_flags & ~IB_RMPP_FLAGS_BITS;
+
+	rmpp_hdr->rmpp_rtime_flags = keep | (flags & IB_RMPP_FLAGS_BITS);
 }
 
-struct ib_mad_agent;
-struct ib_mad_send_buf;
-struct ib_mad_send_wc;
+/**
+ * ib_set_rmpp_resptime() - replace RRespTime, the flags unchanged
+ * @rmpp_hdr: the header
+ * @rtime: the 5-bit response time code
+ */
+static inline void ib_set_rmpp_resptime(struct ib_rmpp_hdr *rmpp_hdr, u8 rtime)
+{
+	u8 keep = rmpp_hdr->rmpp_rtime_flags & IB_RMPP_FLAGS_BITS;
+
+	rmpp_hdr->rmpp_rtime_flags = keep | (u8)(rtime << IB_RMPP_RTIME_SHIFT);
+}
+
 struct ib_mad_recv_wc;
+struct ib_mad_send_wc;
+struct ib_mad_send_buf;
+struct ib_mad_agent;
 
 /**
  * typedef ib_mad_send_handler - reports the end of a send

@@ -616,15 +616,12 @@ struct ib_mad_agent *ib_register_mad_agent(struct ib_device *device,
 	agent->port = port;
 	agent->mqp = &port->qp[qp_type == IB_QPT_SMI ? IB_MAD_QP0 : IB_MAD_QP1];
 	agent->reg = reg;
-	agent->agent.device = device;
-	agent->agent.qp = agent->mqp->qp;
-	agent->agent.mr = port->mr;
-	agent->agent.recv_handler = recv_handler;
-	agent->agent.send_handler = send_handler;
-	agent->agent.context = context;
-	agent->agent.hi_tid = hi_tid;
-	agent->agent.port_num = port_num;
-	agent->agent.rmpp_version = rmpp_version;
+	agent->agent = (struct ib_mad_agent) {
+		.device = device, .qp = agent->mqp->qp, .mr = port->mr,
+		.recv_handler = recv_handler, .send_handler = send_handler,
+		.context = context, .hi_tid = hi_tid, .port_num = port_num,
+		.rmpp_version = rmpp_version,
+	};
 	spin_lock_init(&agent->lock);
 	INIT_LIST_HEAD(&agent->sends);
 	INIT_LIST_HEAD(&agent->done);
@@ -928,6 +925,25 @@ static bool mad_smp_is_local(const struct ib_smp *smp)
 	return !ib_get_smp_direction(smp) && smp->hop_ptr == smp->hop_cnt + 1;
 }
 
+/* A send starts afresh: flags, outcome, matching keys, retry budget. */
+static void mad_send_begin(struct ib_mad_send_priv *sp,
+			   const struct ib_mad_hdr *hdr, bool local)
+{
+	sp->finished = sp->posted = sp->timer_on = false;
+	sp->in_use = true;
+	sp->local = local;
+	sp->want_resp = sp->send_buf.timeout_ms > 0;
+
+	sp->status = IB_WC_SUCCESS;
+	sp->vendor_err = 0;
+
+	/* Responses and RMPP control MADs are matched by these. */
+	sp->tid = hdr->tid;
+	sp->mgmt_class = hdr->mgmt_class;
+
+	sp->retries_left = sp->send_buf.retries;
+}
+
 static int mad_post_one(struct ib_mad_send_priv *sp)
 {
 	struct ib_mad_agent_priv *agent = sp->agent;
@@ -960,17 +976,7 @@ static int mad_post_one(struct ib_mad_send_priv *sp)
 		spin_unlock_irqrestore(&agent->lock, irq);
 		return -EINVAL;
 	}
-	sp->in_use = true;
-	sp->finished = false;
-	sp->posted = false;
-	sp->timer_on = false;
-	sp->local = local;
-	sp->status = IB_WC_SUCCESS;
-	sp->vendor_err = 0;
-	sp->tid = hdr->tid;
-	sp->mgmt_class = hdr->mgmt_class;
-	sp->want_resp = sp->send_buf.timeout_ms > 0;
-	sp->retries_left = sp->send_buf.retries;
+	mad_send_begin(sp, hdr, local);
 	if (sp->rmpp)
 		ib_rmpp_tx_start(&sp->tx, sp->send_buf.seg_count);
 	list_add_tail(&sp->list, &agent->sends);
