@@ -929,8 +929,10 @@ static bool mad_smp_is_local(const struct ib_smp *smp)
 static void mad_send_begin(struct ib_mad_send_priv *sp,
 			   const struct ib_mad_hdr *hdr, bool local)
 {
-	sp->finished = sp->posted = sp->timer_on = false;
+	sp->finished = false;
 	sp->in_use = true;
+	sp->posted = false;
+	sp->timer_on = false;
 	sp->local = local;
 	sp->want_resp = sp->send_buf.timeout_ms > 0;
 
