@@ -31,13 +31,14 @@
 struct ib_ah *mthca_dp_create_ah(struct ib_pd *ibpd, struct ib_ah_attr *attr)
 {
 	struct mthca_dev *dev = to_mdev(ibpd->device);
+	bool grh = attr->ah_flags & IB_AH_GRH;
+	u32 path, gid_rate_hop, stf;
 	struct mthca_ah *ah;
 	struct mthca_av *av;
 
 	if (attr->port_num < 1 || attr->port_num > dev->limits.num_ports)
 		return ERR_PTR(-EINVAL);
-	if ((attr->ah_flags & IB_AH_GRH) &&
-	    attr->grh.sgid_index >= dev->limits.gid_table_len)
+	if (grh && attr->grh.sgid_index >= dev->limits.gid_table_len)
 		return ERR_PTR(-EINVAL);
 
 	ah = kzalloc(sizeof(*ah), GFP_ATOMIC);
@@ -45,29 +46,33 @@ struct ib_ah *mthca_dp_create_ah(struct ib_pd *ibpd, struct ib_ah_attr *attr)
 		return ERR_PTR(-ENOMEM);
 	ah->ibah.device = ibpd->device;
 	ah->port = attr->port_num;
-	av = (struct mthca_av *)ah->av;
-	av->port_pd = cpu_to_be32(attr->port_num << 24 |
-				  to_mpd(ibpd)->pdn);
-	av->g_slid = attr->src_path_bits & 0x7f;
-	av->dlid = cpu_to_be16(attr->dlid);
-	/* full port rate: the HCA applies no inter-packet delay */
-	av->msg_sr = MTHCA_AV_MSG_2K;
-	av->sl_tclass_flowlabel = cpu_to_be32(attr->sl << 28);
-	if (attr->ah_flags & IB_AH_GRH) {
-		av->g_slid |= 0x80;
+
+	/* full port rate: no inter-packet delay; 2 KiB messages */
+	path = (attr->src_path_bits & 0x7f) << 16 | attr->dlid;
+	gid_rate_hop = MTHCA_AV_MSG_2K << 8;
+	stf = attr->sl << 28;
+	if (grh) {
 		ah->sgid_index = attr->grh.sgid_index;
+		path |= MTHCA_AV_GRH;
 		/* the GID tables of the ports follow each other */
-		av->gid_index = (attr->port_num - 1) *
-			dev->limits.gid_table_len + attr->grh.sgid_index;
-		av->hop_limit = attr->grh.hop_limit;
-		av->sl_tclass_flowlabel |=
-			cpu_to_be32(attr->grh.traffic_class << 20 |
-				    (attr->grh.flow_label & 0xfffff));
-		memcpy(av->dgid, attr->grh.dgid.raw, 16);
-	} else {
-		/* the HCA wants 2 in the low byte of an unused DGID */
-		av->dgid[3] = cpu_to_be32(2);
+		gid_rate_hop |= ((attr->port_num - 1) *
+				 dev->limits.gid_table_len +
+				 attr->grh.sgid_index) << 16 |
+				attr->grh.hop_limit;
+		stf |= attr->grh.traffic_class << 20 |
+			(attr->grh.flow_label & 0xfffff);
 	}
+
+	av = (struct mthca_av *)ah->av;
+	av->port_pd = cpu_to_be32(attr->port_num << 24 | to_mpd(ibpd)->pdn);
+	av->path = cpu_to_be32(path);
+	av->gid_rate_hop = cpu_to_be32(gid_rate_hop);
+	av->sl_tclass_flow = cpu_to_be32(stf);
+	if (grh)
+		memcpy(av->dgid, attr->grh.dgid.raw, sizeof(av->dgid));
+	else
+		/* without a GRH the HCA wants 2 in the DGID's last byte */
+		av->dgid[3] = cpu_to_be32(2);
 	return &ah->ibah;
 }
 
@@ -82,21 +87,22 @@ int mthca_dp_query_ah(struct ib_ah *ibah, struct ib_ah_attr *attr)
 {
 	struct mthca_ah *ah = to_mah(ibah);
 	const struct mthca_av *av = (const struct mthca_av *)ah->av;
-	u32 stf = be32_to_cpu(av->sl_tclass_flowlabel);
+	u32 path = be32_to_cpu(av->path);
+	u32 stf = be32_to_cpu(av->sl_tclass_flow);
 
 	memset(attr, 0, sizeof(*attr));
 	attr->port_num = ah->port;
-	attr->dlid = be16_to_cpu(av->dlid);
+	attr->dlid = path & 0xffff;
+	attr->src_path_bits = (path >> 16) & 0x7f;
 	attr->sl = stf >> 28;
-	attr->src_path_bits = av->g_slid & 0x7f;
-	if (av->g_slid & 0x80) {
-		attr->ah_flags = IB_AH_GRH;
-		attr->grh.sgid_index = ah->sgid_index;
-		attr->grh.hop_limit = av->hop_limit;
-		attr->grh.traffic_class = (stf >> 20) & 0xff;
-		attr->grh.flow_label = stf & 0xfffff;
-		memcpy(attr->grh.dgid.raw, av->dgid, 16);
-	}
+	if (!(path & MTHCA_AV_GRH))
+		return 0;
+	attr->ah_flags = IB_AH_GRH;
+	attr->grh.sgid_index = ah->sgid_index;
+	attr->grh.hop_limit = be32_to_cpu(av->gid_rate_hop) & 0xff;
+	attr->grh.traffic_class = (stf >> 20) & 0xff;
+	attr->grh.flow_label = stf & 0xfffff;
+	memcpy(attr->grh.dgid.raw, av->dgid, sizeof(av->dgid));
 	return 0;
 }
 
@@ -115,6 +121,19 @@ int mthca_dp_destroy_ah(struct ib_ah *ibah)
 }
 
 /**
+ * mthca_dp_ah_has_grh() - whether sends through an AH carry a GRH
+ * @ah: the AH
+ *
+ * Return: true with a GRH.
+ */
+bool mthca_dp_ah_has_grh(const struct mthca_ah *ah)
+{
+	const struct mthca_av *av = (const struct mthca_av *)ah->av;
+
+	return be32_to_cpu(av->path) & MTHCA_AV_GRH;
+}
+
+/**
  * mthca_dp_ah_to_header() - copy an AH's addressing into a UD header
  * @ah: the AH
  * @hdr: a header set up by ib_ud_header_init()
@@ -125,19 +144,20 @@ int mthca_dp_destroy_ah(struct ib_ah *ibah)
 void mthca_dp_ah_to_header(struct mthca_ah *ah, struct ib_ud_header *hdr)
 {
 	const struct mthca_av *av = (const struct mthca_av *)ah->av;
-	u32 stf = be32_to_cpu(av->sl_tclass_flowlabel);
+	u32 path = be32_to_cpu(av->path);
+	u32 stf = be32_to_cpu(av->sl_tclass_flow);
 
 	hdr->lrh.service_level = stf >> 28;
-	hdr->lrh.destination_lid = av->dlid;
-	hdr->lrh.source_lid = cpu_to_be16(av->g_slid & 0x7f);
-	if (av->g_slid & 0x80) {
-		hdr->grh.traffic_class = (stf >> 20) & 0xff;
-		hdr->grh.flow_label = cpu_to_be32(stf & 0xfffff);
-		hdr->grh.hop_limit = av->hop_limit;
-		ib_get_cached_gid(ah->ibah.device, ah->port, ah->sgid_index,
-				  &hdr->grh.source_gid);
-		memcpy(hdr->grh.destination_gid.raw, av->dgid, 16);
-	}
+	hdr->lrh.destination_lid = cpu_to_be16(path & 0xffff);
+	hdr->lrh.source_lid = cpu_to_be16((path >> 16) & 0x7f);
+	if (!(path & MTHCA_AV_GRH))
+		return;
+	hdr->grh.traffic_class = (stf >> 20) & 0xff;
+	hdr->grh.flow_label = cpu_to_be32(stf & 0xfffff);
+	hdr->grh.hop_limit = be32_to_cpu(av->gid_rate_hop) & 0xff;
+	ib_get_cached_gid(ah->ibah.device, ah->port, ah->sgid_index,
+			  &hdr->grh.source_gid);
+	memcpy(hdr->grh.destination_gid.raw, av->dgid, sizeof(av->dgid));
 }
 
 /**

@@ -19,20 +19,11 @@
 /* CQ context, as SW2HW_CQ takes it (64 bytes, 32-bit aligned). */
 struct mthca_cq_ctx {
 	__be32	flags;
-	__be64	start;
+	__be64	start;			/* iova of the ring: 0 */
 	__be32	logsize_uar;		/* log2 entries [28:24], UAR [23:0] */
-	__be32	error_eqn;
-	__be32	comp_eqn;
-	__be32	pd;
-	__be32	lkey;
-	__be32	last_notified;
-	__be32	solicit_producer;
-	__be32	consumer_index;
-	__be32	producer_index;
-	__be32	cqn;
-	__be32	ci_db_index;
-	__be32	arm_db_index;
-	__be32	reserved;
+	__be32	error_eqn, comp_eqn, pd, lkey;
+	__be32	last_notified, solicit_producer, consumer_index, producer_index;
+	__be32	cqn, ci_db_index, arm_db_index, reserved;
 } __packed;
 
 enum {
@@ -59,7 +50,7 @@ static struct mthca_cqe *cq_next_sw(struct mthca_cq *cq)
 {
 	struct mthca_cqe *cqe = cq_entry(cq, cq->cons_index);
 
-	return cqe->owner & MTHCA_CQE_OWNER_HW ? NULL : cqe;
+	return *mthca_cqe_owner(cqe) & MTHCA_CQE_OWNER_HW ? NULL : cqe;
 }
 
 static void cq_publish_ci(struct mthca_cq *cq)
@@ -168,14 +159,15 @@ static enum ib_wc_status cq_syndrome_status(u8 syndrome)
 
 static bool cqe_is_error(const struct mthca_cqe *cqe)
 {
-	return (cqe->opcode & MTHCA_CQE_ERROR_OPCODE) == MTHCA_CQE_ERROR_OPCODE;
+	return (mthca_cqe_opcode(cqe) & MTHCA_CQE_ERROR_OPCODE) ==
+		MTHCA_CQE_ERROR_OPCODE;
 }
 
 static bool cqe_is_send(const struct mthca_cqe *cqe)
 {
 	if (cqe_is_error(cqe))
-		return cqe->opcode & 1;
-	return cqe->is_send & MTHCA_CQE_IS_SEND;
+		return mthca_cqe_opcode(cqe) & 1;
+	return be32_to_cpu(cqe->op_owner) & MTHCA_CQE_SEND;
 }
 
 /* Advance a work queue's tail up to and including WQE @index. */
@@ -187,14 +179,14 @@ static void wq_complete_to(struct mthca_wq *wq, u32 index)
 
 static void cqe_send_opcode(const struct mthca_cqe *cqe, struct ib_wc *wc)
 {
-	switch (cqe->opcode) {
-	case MTHCA_OP_RDMA_WRITE_IMM:
+	switch (mthca_cqe_opcode(cqe)) {
+	case MTHCA_OP_RDMA_WRITE | MTHCA_OP_IMM:
 		wc->wc_flags |= IB_WC_WITH_IMM;
 		fallthrough;
 	case MTHCA_OP_RDMA_WRITE:
 		wc->opcode = IB_WC_RDMA_WRITE;
 		break;
-	case MTHCA_OP_SEND_IMM:
+	case MTHCA_OP_SEND | MTHCA_OP_IMM:
 		wc->wc_flags |= IB_WC_WITH_IMM;
 		fallthrough;
 	case MTHCA_OP_SEND:
@@ -220,9 +212,11 @@ static void cqe_send_opcode(const struct mthca_cqe *cqe, struct ib_wc *wc)
 
 static void cqe_recv_fields(const struct mthca_cqe *cqe, struct ib_wc *wc)
 {
+	u32 path;
+
 	wc->byte_len = be32_to_cpu(cqe->byte_cnt);
 	wc->opcode = IB_WC_RECV;
-	switch (cqe->opcode & 0x1f) {
+	switch (mthca_cqe_opcode(cqe) & 0x1f) {
 	case MTHCA_RCV_WRITE_LAST_IMM:
 	case MTHCA_RCV_WRITE_ONLY_IMM:
 		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
@@ -230,17 +224,18 @@ static void cqe_recv_fields(const struct mthca_cqe *cqe, struct ib_wc *wc)
 	case MTHCA_RCV_SEND_LAST_IMM:
 	case MTHCA_RCV_SEND_ONLY_IMM:
 		wc->wc_flags |= IB_WC_WITH_IMM;
-		wc->imm_data = cqe->imm_etype_pkey_eec;
+		wc->imm_data = cqe->imm_pkey;
 		break;
 	default:
-		wc->pkey_index = be32_to_cpu(cqe->imm_etype_pkey_eec) >> 16;
+		wc->pkey_index = be32_to_cpu(cqe->imm_pkey) >> 16;
 		break;
 	}
-	wc->slid = be16_to_cpu(cqe->rlid);
-	wc->sl = cqe->sl_ipok >> 4;
-	wc->src_qp = be32_to_cpu(cqe->rqpn) & 0xffffff;
-	wc->dlid_path_bits = cqe->g_mlpath & 0x7f;
-	if (cqe->g_mlpath & 0x80)
+	path = be32_to_cpu(cqe->sl_path_slid);
+	wc->slid = path & 0xffff;
+	wc->sl = path >> 28;
+	wc->dlid_path_bits = (path >> 16) & 0x7f;
+	wc->src_qp = be32_to_cpu(cqe->src_qpn) & 0xffffff;
+	if (path & BIT(23))
 		wc->wc_flags |= IB_WC_GRH;
 }
 
@@ -263,7 +258,7 @@ static int cq_poll_one(struct mthca_dev *dev, struct mthca_cq *cq,
 	/* Read the CQE only after seeing the owner bit. */
 	rmb();
 
-	qpn = be32_to_cpu(cqe->my_qpn) & 0xffffff;
+	qpn = be32_to_cpu(cqe->qpn) & 0xffffff;
 	qp = xa_load(&dev->qp_table.objs, qpn);
 	if (unlikely(!qp)) {
 		dev_warn_ratelimited(&dev->pdev->dev,
@@ -297,10 +292,10 @@ static int cq_poll_one(struct mthca_dev *dev, struct mthca_cq *cq,
 	}
 
 	if (cqe_is_error(cqe)) {
-		struct mthca_err_cqe *ecqe = (struct mthca_err_cqe *)cqe;
+		u32 syn = be32_to_cpu(cqe->imm_pkey);
 
-		wc->status = cq_syndrome_status(ecqe->syndrome);
-		wc->vendor_err = ecqe->vendor_err;
+		wc->status = cq_syndrome_status(syn >> 24);
+		wc->vendor_err = (syn >> 16) & 0xff;
 		wc->opcode = send ? IB_WC_SEND : IB_WC_RECV;
 	} else {
 		wc->status = IB_WC_SUCCESS;
@@ -311,7 +306,7 @@ static int cq_poll_one(struct mthca_dev *dev, struct mthca_cq *cq,
 	}
 
 consume:
-	cqe->owner = MTHCA_CQE_OWNER_HW;
+	*mthca_cqe_owner(cqe) = MTHCA_CQE_OWNER_HW;
 	cq->cons_index++;
 	return ret;
 }
@@ -394,12 +389,12 @@ void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq)
 	spin_lock_irq(&cq->lock);
 	/* Find the end of the software-owned run. */
 	for (prod = cq->cons_index; prod != cq->cons_index + cq->nent; prod++)
-		if (cq_entry(cq, prod)->owner & MTHCA_CQE_OWNER_HW)
+		if (*mthca_cqe_owner(cq_entry(cq, prod)) & MTHCA_CQE_OWNER_HW)
 			break;
 
 	while (prod-- != cq->cons_index) {
 		cqe = cq_entry(cq, prod);
-		if ((be32_to_cpu(cqe->my_qpn) & 0xffffff) == qpn) {
+		if ((be32_to_cpu(cqe->qpn) & 0xffffff) == qpn) {
 			if (srq && !cqe_is_send(cqe))
 				mthca_dp_srq_free_wqe(srq, be32_to_cpu(cqe->wqe));
 			dropped++;
@@ -410,7 +405,7 @@ void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq)
 	}
 	if (dropped) {
 		for (prod = 0; prod < dropped; prod++)
-			cq_entry(cq, cq->cons_index + prod)->owner =
+			*mthca_cqe_owner(cq_entry(cq, cq->cons_index + prod)) =
 				MTHCA_CQE_OWNER_HW;
 		cq->cons_index += dropped;
 		cq_publish_ci(cq);
@@ -484,7 +479,7 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	if (err)
 		goto err_arm_db;
 	for (i = 0; i < cq->nent; i++)
-		cq_entry(cq, i)->owner = MTHCA_CQE_OWNER_HW;
+		*mthca_cqe_owner(cq_entry(cq, i)) = MTHCA_CQE_OWNER_HW;
 
 	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	if (IS_ERR(box)) {

@@ -334,6 +334,7 @@ struct ib_ah *mthca_dp_create_ah(struct ib_pd *pd, struct ib_ah_attr *attr);
 int mthca_dp_query_ah(struct ib_ah *ibah, struct ib_ah_attr *attr);
 int mthca_dp_destroy_ah(struct ib_ah *ibah);
 void mthca_dp_ah_to_header(struct mthca_ah *ah, struct ib_ud_header *hdr);
+bool mthca_dp_ah_has_grh(const struct mthca_ah *ah);
 
 int mthca_dp_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int mthca_dp_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);

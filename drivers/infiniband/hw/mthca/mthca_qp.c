@@ -129,88 +129,107 @@ static const u8 mthca_qpc_st[] = {
 	[MTHCA_SQ_MLX]	= MTHCA_QPC_ST_MLX,
 };
 
-/* An address path of the QP context. */
-struct mthca_qpc_path {
-	__be32	port_pkey;		/* port [25:24], P_Key index [6:0] */
-	u8	rnr_retry;		/* [7:5] */
-	u8	g_mylmc;		/* GRH [7], source path bits [6:0] */
-	__be16	rlid;
-	u8	ackto;			/* [7:3] */
-	u8	mgid_index;
-	u8	static_rate;
-	u8	hop_limit;
-	__be32	sl_tclass_flowlabel;
-	u8	rgid[16];
-} __packed;
+/*
+ * The QP context of MODIFY_QP/QUERY_QP, after the 8-byte header of the
+ * mailbox (optional-parameter mask, reserved): 0x100 bytes, handled here
+ * as 64 big-endian words.  Each field is named by its word, lowest bit and
+ * width; the two address paths (primary at word 8, alternate at word 16)
+ * have the same layout, so their fields are given relative to the path.
+ */
+#define QPC_WORDS		64
+#define QPC_PRI			8
+#define QPC_ALT			16
 
-/* The QP context of the MODIFY_QP and QUERY_QP mailboxes. */
-struct mthca_qpc {
-	__be32	flags;			/* state [31:28], ST [23:16], PM [12:11] */
-	__be32	reserved0;
-	u8	mtu_msgmax;		/* MTU [7:5], log2 max message [4:0] */
-	u8	rq_size_stride;		/* log2 entries [6:3], log2 stride - 4 */
-	u8	sq_size_stride;
-	u8	rlkey_sched_queue;
-	__be32	usr_page;
-	__be32	local_qpn;
-	__be32	remote_qpn;
-	__be32	reserved1[2];
-	struct mthca_qpc_path pri_path;
-	struct mthca_qpc_path alt_path;
-	__be32	rdd;
-	__be32	pd;
-	__be32	wqe_base;
-	__be32	wqe_lkey;
-	__be32	params1;
-	__be32	reserved2;
-	__be32	next_send_psn;
-	__be32	cqn_snd;
-	__be32	snd_wqe_base_l;
-	__be32	snd_db_index;
-	__be32	last_acked_psn;
-	__be32	ssn;
-	__be32	params2;
-	__be32	rnr_nextrecvpsn;	/* min RNR timer [28:24], PSN [23:0] */
-	__be32	ra_buff_indx;
-	__be32	cqn_rcv;
-	__be32	rcv_wqe_base_l;
-	__be32	rcv_db_index;
-	__be32	qkey;
-	__be32	srqn;			/* SRQ in use [24], SRQ number */
-	__be32	rmsn;
-	__be16	rq_wqe_counter;
-	__be16	sq_wqe_counter;
-	__be32	reserved3[18];
-} __packed;
-
-struct mthca_qp_mbox {
-	__be32	opt_mask;
-	__be32	reserved;
-	struct mthca_qpc ctx;
-} __packed;
-
-/* QP context bits. */
-enum {
-	MTHCA_QPC_DE		= 1 << 8,	/* flags */
-	MTHCA_QPC_PM_MIGRATED	= 3 << 11,
-	MTHCA_QPC_PM_REARM	= 1 << 11,
-	MTHCA_QPC_PM_ARMED	= 0 << 11,
-
-	MTHCA_QPC_SRE		= 1 << 15,	/* params1 */
-	MTHCA_QPC_SWE		= 1 << 14,
-	MTHCA_QPC_SAE		= 1 << 13,
-	MTHCA_QPC_SSC		= 1 << 3,
-
-	MTHCA_QPC_RRE		= 1 << 15,	/* params2 */
-	MTHCA_QPC_RWE		= 1 << 14,
-	MTHCA_QPC_RAE		= 1 << 13,
-	MTHCA_QPC_RIC		= 1 << 4,
-	MTHCA_QPC_RSC		= 1 << 3,
-
-	MTHCA_QPC_ACK_REQ_FREQ	= 10,
-	MTHCA_QPC_FLIGHT_LIMIT	= 9,
-	MTHCA_RDB_ENTRY_BYTES	= 32,
+struct qpc_field {
+	u8 word, shift, bits;
 };
+
+#define QF(w, s, b)	((struct qpc_field){ .word = (w), .shift = (s), .bits = (b) })
+
+/* Whole-context fields. */
+#define QPC_STATE	QF(0, 28, 4)
+#define QPC_SERVICE	QF(0, 16, 8)
+#define QPC_MIGRATION	QF(0, 11, 2)
+#define QPC_DE		QF(0, 8, 1)
+#define QPC_MTU		QF(2, 29, 3)
+#define QPC_MSG_MAX	QF(2, 24, 5)
+#define QPC_RQ_LOG	QF(2, 19, 4)
+#define QPC_RQ_STRIDE	QF(2, 16, 3)
+#define QPC_SQ_LOG	QF(2, 11, 4)
+#define QPC_SQ_STRIDE	QF(2, 8, 3)
+#define QPC_SCHED	QF(2, 0, 8)
+#define QPC_UAR		QF(3, 0, 24)
+#define QPC_LOCAL_QPN	QF(4, 0, 24)
+#define QPC_REMOTE_QPN	QF(5, 0, 24)
+#define QPC_PD		QF(25, 0, 24)
+#define QPC_WQE_LKEY	QF(27, 0, 32)
+#define QPC_ACK_FREQ	QF(28, 28, 4)
+#define QPC_FLIGHT	QF(28, 24, 4)
+#define QPC_SRA_MAX	QF(28, 21, 3)
+#define QPC_RETRY	QF(28, 16, 3)
+#define QPC_SRE		QF(28, 15, 1)
+#define QPC_SWE		QF(28, 14, 1)
+#define QPC_SAE		QF(28, 13, 1)
+#define QPC_SSC		QF(28, 3, 1)
+#define QPC_SQ_PSN	QF(30, 0, 24)
+#define QPC_SEND_CQN	QF(31, 0, 24)
+#define QPC_SQ_BASE	QF(32, 0, 32)
+#define QPC_SQ_DB	QF(33, 0, 32)
+#define QPC_RRA_MAX	QF(36, 21, 3)
+#define QPC_RRE		QF(36, 15, 1)
+#define QPC_RWE		QF(36, 14, 1)
+#define QPC_RAE		QF(36, 13, 1)
+#define QPC_RIC		QF(36, 4, 1)
+#define QPC_RSC		QF(36, 3, 1)
+#define QPC_MIN_RNR	QF(37, 24, 5)
+#define QPC_RQ_PSN	QF(37, 0, 24)
+#define QPC_RDB_ADDR	QF(38, 0, 32)
+#define QPC_RECV_CQN	QF(39, 0, 24)
+#define QPC_RQ_DB	QF(41, 0, 32)
+#define QPC_QKEY	QF(42, 0, 32)
+#define QPC_SRQ_ON	QF(43, 24, 1)
+#define QPC_SRQN	QF(43, 0, 24)
+
+/* Address path fields, relative to QPC_PRI or QPC_ALT (8 words each). */
+#define QPP_PORT	QF(0, 24, 2)
+#define QPP_PKEY_INDEX	QF(0, 0, 7)
+#define QPP_RNR_RETRY	QF(1, 29, 3)
+#define QPP_GRH		QF(1, 23, 1)
+#define QPP_PATH_BITS	QF(1, 16, 7)
+#define QPP_DLID	QF(1, 0, 16)
+#define QPP_ACK_TIMEOUT	QF(2, 27, 5)
+#define QPP_SGID_INDEX	QF(2, 16, 8)
+#define QPP_RATE	QF(2, 8, 8)
+#define QPP_HOP_LIMIT	QF(2, 0, 8)
+#define QPP_SL		QF(3, 28, 4)
+#define QPP_TCLASS	QF(3, 20, 8)
+#define QPP_FLOW	QF(3, 0, 20)
+#define QPP_DGID_WORD	4		/* four words of destination GID */
+
+static u32 qf_mask(struct qpc_field f)
+{
+	return f.bits == 32 ? ~0u : (1u << f.bits) - 1;
+}
+
+/* Or @v into field @f of the CPU-order context @w (starting at @base). */
+static void qf_put(u32 *w, unsigned int base, struct qpc_field f, u32 v)
+{
+	w[base + f.word] |= (v & qf_mask(f)) << f.shift;
+}
+
+/* Read field @f of a big-endian context @w (starting at @base). */
+static u32 qf_get(const __be32 *w, unsigned int base, struct qpc_field f)
+{
+	return (be32_to_cpu(w[base + f.word]) >> f.shift) & qf_mask(f);
+}
+
+/* Offset of the context in the mailbox: after the mask and a reserved word. */
+#define QPC_MBOX_CTX	2
+
+/* Fixed requester parameters: ACK request frequency, packets in flight. */
+#define MTHCA_QP_ACK_FREQ	10
+#define MTHCA_QP_FLIGHT		9
+#define MTHCA_RDB_ENTRY_BYTES	32
 
 /* Optional-parameter mask bits of MODIFY_QP. */
 enum {
@@ -236,9 +255,9 @@ enum {
 /* Send opcodes of the WQE for each ib_wr_opcode. */
 static const u8 mthca_wr_op[] = {
 	[IB_WR_RDMA_WRITE]		= MTHCA_OP_RDMA_WRITE,
-	[IB_WR_RDMA_WRITE_WITH_IMM]	= MTHCA_OP_RDMA_WRITE_IMM,
+	[IB_WR_RDMA_WRITE_WITH_IMM]	= MTHCA_OP_RDMA_WRITE | MTHCA_OP_IMM,
 	[IB_WR_SEND]			= MTHCA_OP_SEND,
-	[IB_WR_SEND_WITH_IMM]		= MTHCA_OP_SEND_IMM,
+	[IB_WR_SEND_WITH_IMM]		= MTHCA_OP_SEND | MTHCA_OP_IMM,
 	[IB_WR_RDMA_READ]		= MTHCA_OP_RDMA_READ,
 	[IB_WR_ATOMIC_CMP_AND_SWP]	= MTHCA_OP_ATOMIC_CS,
 	[IB_WR_ATOMIC_FETCH_AND_ADD]	= MTHCA_OP_ATOMIC_FA,
@@ -571,37 +590,6 @@ err_free:
 	return ERR_PTR(err);
 }
 
-/* Lock the CQs of a QP in a fixed order (both may be the same CQ). */
-static void qp_lock_cqs(struct mthca_cq *scq, struct mthca_cq *rcq)
-	__acquires(&scq->lock) __acquires(&rcq->lock)
-{
-	if (scq == rcq) {
-		spin_lock_irq(&scq->lock);
-		__acquire(&rcq->lock);
-	} else if (scq->cqn < rcq->cqn) {
-		spin_lock_irq(&scq->lock);
-		spin_lock_nested(&rcq->lock, SINGLE_DEPTH_NESTING);
-	} else {
-		spin_lock_irq(&rcq->lock);
-		spin_lock_nested(&scq->lock, SINGLE_DEPTH_NESTING);
-	}
-}
-
-static void qp_unlock_cqs(struct mthca_cq *scq, struct mthca_cq *rcq)
-	__releases(&scq->lock) __releases(&rcq->lock)
-{
-	if (scq == rcq) {
-		__release(&rcq->lock);
-		spin_unlock_irq(&scq->lock);
-	} else if (scq->cqn < rcq->cqn) {
-		spin_unlock(&rcq->lock);
-		spin_unlock_irq(&scq->lock);
-	} else {
-		spin_unlock(&scq->lock);
-		spin_unlock_irq(&rcq->lock);
-	}
-}
-
 static int qp_cmd_to_reset(struct mthca_dev *dev, u32 qpn)
 {
 	/* op_mod 3: no context is written back */
@@ -637,17 +625,18 @@ static int mthca_dp_destroy_qp(struct ib_qp *ibqp)
 	}
 	mutex_unlock(&qp->mutex);
 
-	/* Pollers look QPs up under their CQ lock. */
-	qp_lock_cqs(scq, rcq);
-	xa_store(&dev->qp_table.objs, qp->qpn, NULL, GFP_ATOMIC);
-	qp_unlock_cqs(scq, rcq);
-	qp_put(qp);
-	wait_event(qp->wait, !refcount_read(&qp->refs));
-
+	/*
+	 * Unlist the QP (keeping its number reserved).  Pollers look QPs up
+	 * under their CQ's lock, and cleaning a CQ takes that lock, so once
+	 * both CQs are clean no poller can still be looking at this QP.
+	 */
+	xa_store_irq(&dev->qp_table.objs, qp->qpn, NULL, GFP_KERNEL);
 	mthca_dp_cq_clean(rcq, qp->qpn,
 			  ibqp->srq ? to_msrq(ibqp->srq) : NULL);
 	if (scq != rcq)
 		mthca_dp_cq_clean(scq, qp->qpn, NULL);
+	qp_put(qp);
+	wait_event(qp->wait, !refcount_read(&qp->refs));
 
 	qp_free_resources(dev, qp);
 	xa_erase_irq(&dev->qp_table.objs, qp->qpn);
@@ -655,225 +644,245 @@ static int mthca_dp_destroy_qp(struct ib_qp *ibqp)
 	return 0;
 }
 
-/* Fill an address path of the QP context from an AH attribute. */
-static int qp_set_path(struct mthca_dev *dev, const struct ib_ah_attr *ah,
-		       struct mthca_qpc_path *path)
+/* Put an address path (the AH attribute of the IBA) at @base of @w. */
+static int qp_put_path(struct mthca_dev *dev, u32 *w, unsigned int base,
+		       const struct ib_ah_attr *ah)
 {
-	path->g_mylmc = ah->src_path_bits & 0x7f;
-	path->rlid = cpu_to_be16(ah->dlid);
-	path->static_rate = 0;
-	path->sl_tclass_flowlabel = cpu_to_be32(ah->sl << 28);
-	if (ah->ah_flags & IB_AH_GRH) {
-		if (ah->grh.sgid_index >= dev->limits.gid_table_len)
-			return -EINVAL;
-		path->g_mylmc |= 0x80;
-		path->mgid_index = ah->grh.sgid_index;
-		path->hop_limit = ah->grh.hop_limit;
-		path->sl_tclass_flowlabel |=
-			cpu_to_be32(ah->grh.traffic_class << 20 |
-				    (ah->grh.flow_label & 0xfffff));
-		memcpy(path->rgid, ah->grh.dgid.raw, 16);
-	}
+	const struct ib_global_route *g = &ah->grh;
+	int i;
+
+	qf_put(w, base, QPP_DLID, ah->dlid);
+	qf_put(w, base, QPP_PATH_BITS, ah->src_path_bits);
+	qf_put(w, base, QPP_SL, ah->sl);
+	/* QPP_RATE stays 0: full port rate */
+	if (!(ah->ah_flags & IB_AH_GRH))
+		return 0;
+	if (g->sgid_index >= dev->limits.gid_table_len)
+		return -EINVAL;
+	qf_put(w, base, QPP_GRH, 1);
+	qf_put(w, base, QPP_SGID_INDEX, g->sgid_index);
+	qf_put(w, base, QPP_HOP_LIMIT, g->hop_limit);
+	qf_put(w, base, QPP_TCLASS, g->traffic_class);
+	qf_put(w, base, QPP_FLOW, g->flow_label);
+	for (i = 0; i < 4; i++)
+		w[base + QPP_DGID_WORD + i] =
+			be32_to_cpu(((__be32 *)g->dgid.raw)[i]);
 	return 0;
 }
 
-static void qp_get_path(const struct mthca_qpc_path *path,
-			struct ib_ah_attr *ah)
+static void qp_read_path(const __be32 *w, unsigned int base,
+			 struct ib_ah_attr *ah)
 {
-	u32 stf = be32_to_cpu(path->sl_tclass_flowlabel);
-
 	memset(ah, 0, sizeof(*ah));
-	ah->port_num = (be32_to_cpu(path->port_pkey) >> 24) & 3;
-	ah->dlid = be16_to_cpu(path->rlid);
-	ah->sl = stf >> 28;
-	ah->src_path_bits = path->g_mylmc & 0x7f;
-	if (path->g_mylmc & 0x80) {
-		ah->ah_flags = IB_AH_GRH;
-		ah->grh.sgid_index = path->mgid_index;
-		ah->grh.hop_limit = path->hop_limit;
-		ah->grh.traffic_class = (stf >> 20) & 0xff;
-		ah->grh.flow_label = stf & 0xfffff;
-		memcpy(ah->grh.dgid.raw, path->rgid, 16);
-	}
+	ah->port_num = qf_get(w, base, QPP_PORT);
+	ah->dlid = qf_get(w, base, QPP_DLID);
+	ah->src_path_bits = qf_get(w, base, QPP_PATH_BITS);
+	ah->sl = qf_get(w, base, QPP_SL);
+	if (!qf_get(w, base, QPP_GRH))
+		return;
+	ah->ah_flags = IB_AH_GRH;
+	ah->grh.sgid_index = qf_get(w, base, QPP_SGID_INDEX);
+	ah->grh.hop_limit = qf_get(w, base, QPP_HOP_LIMIT);
+	ah->grh.traffic_class = qf_get(w, base, QPP_TCLASS);
+	ah->grh.flow_label = qf_get(w, base, QPP_FLOW);
+	memcpy(ah->grh.dgid.raw, &w[base + QPP_DGID_WORD], 16);
 }
 
-/* Remote access bits of params2 (no READ/atomic without responders). */
-static u32 qp_hw_access(struct mthca_qp *qp, const struct ib_qp_attr *attr,
-			int mask)
+/* log2 of a responder/initiator depth, rounded up (0 and 1 give 0). */
+static u32 qp_depth_log(u8 depth)
 {
-	int access = mask & IB_QP_ACCESS_FLAGS ? attr->qp_access_flags :
-		qp->access;
-	u8 depth = mask & IB_QP_MAX_DEST_RD_ATOMIC ?
-		attr->max_dest_rd_atomic : qp->resp_depth;
-	u32 bits = 0;
-
-	if (!depth)
-		access &= IB_ACCESS_REMOTE_WRITE;
-	if (access & IB_ACCESS_REMOTE_READ)
-		bits |= MTHCA_QPC_RRE;
-	if (access & IB_ACCESS_REMOTE_WRITE)
-		bits |= MTHCA_QPC_RWE;
-	if (access & IB_ACCESS_REMOTE_ATOMIC)
-		bits |= MTHCA_QPC_RAE;
-	return bits;
+	return depth > 1 ? fls(depth - 1) : 0;
 }
 
-/* Build the MODIFY_QP mailbox for @cur -> @next; returns the opt mask. */
-static int qp_fill_context(struct mthca_dev *dev, struct mthca_qp *qp,
-			   const struct ib_qp_attr *attr, int mask,
-			   enum ib_qp_state cur, enum ib_qp_state next,
-			   struct mthca_qp_mbox *mb)
+/*
+ * Put one attribute of a modify call into the context; return the
+ * optional-parameter bits it sets, or a negative errno.
+ */
+static int qp_put_attr(struct mthca_dev *dev, struct mthca_qp *qp, u32 *w,
+		       const struct ib_qp_attr *attr, int mask, int which)
 {
-	struct mthca_qpc *c = &mb->ctx;
-	struct ib_qp *ibqp = &qp->ibqp;
-	u32 opt = 0;
-	u32 v;
+	int access;
+	u8 depth;
 
-	v = mthca_hw_qp_state[next] << 28 | mthca_qpc_st[qp->kind] << 16 |
-		MTHCA_QPC_DE;
-	if (mask & IB_QP_PATH_MIG_STATE) {
-		opt |= MTHCA_OPT_PM_STATE;
-		switch (attr->path_mig_state) {
-		case IB_MIG_REARM:
-			v |= MTHCA_QPC_PM_REARM;
-			break;
-		case IB_MIG_ARMED:
-			v |= MTHCA_QPC_PM_ARMED;
-			break;
-		default:
-			v |= MTHCA_QPC_PM_MIGRATED;
-			break;
-		}
-	} else {
-		v |= MTHCA_QPC_PM_MIGRATED;
+	switch (which) {
+	case IB_QP_PATH_MIG_STATE: {
+		static const u8 mig_code[] = {
+			[IB_MIG_MIGRATED] = 3, [IB_MIG_REARM] = 1,
+			[IB_MIG_ARMED] = 0,
+		};
+
+		if (attr->path_mig_state > IB_MIG_ARMED)
+			return -EINVAL;
+		qf_put(w, 0, QPC_MIGRATION, mig_code[attr->path_mig_state]);
+		return MTHCA_OPT_PM_STATE;
 	}
-	c->flags = cpu_to_be32(v);
-
-	/* UD and MLX: 2048-byte MTU, 2 KiB messages. */
-	if (qp->kind == MTHCA_SQ_UD || qp->kind == MTHCA_SQ_MLX) {
-		c->mtu_msgmax = IB_MTU_2048 << 5 | 11;
-	} else if (mask & IB_QP_PATH_MTU) {
+	case IB_QP_PATH_MTU:
+		/* UD and MLX run at a fixed 2048-byte MTU, set elsewhere */
+		if (qp->kind == MTHCA_SQ_UD || qp->kind == MTHCA_SQ_MLX)
+			return 0;
 		if (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_2048)
 			return -EINVAL;
-		c->mtu_msgmax = attr->path_mtu << 5 | 31;
-	}
-
-	if (qp->rq.max)
-		c->rq_size_stride = ilog2(qp->rq.max) << 3;
-	c->rq_size_stride |= qp->rq.wqe_shift - 4;
-	if (qp->sq.max)
-		c->sq_size_stride = ilog2(qp->sq.max) << 3;
-	c->sq_size_stride |= qp->sq.wqe_shift - 4;
-
-	c->usr_page = cpu_to_be32(dev->driver_uar.index);
-	c->local_qpn = cpu_to_be32(qp->qpn);
-	if (mask & IB_QP_DEST_QPN)
-		c->remote_qpn = cpu_to_be32(attr->dest_qp_num);
-
-	if (qp->kind == MTHCA_SQ_MLX) {
-		c->pri_path.port_pkey |= cpu_to_be32(qp->port << 24);
-	} else if (mask & IB_QP_PORT) {
-		c->pri_path.port_pkey |= cpu_to_be32(attr->port_num << 24);
-		opt |= MTHCA_OPT_PORT;
-	}
-	if (mask & IB_QP_PKEY_INDEX) {
-		c->pri_path.port_pkey |= cpu_to_be32(attr->pkey_index);
-		opt |= MTHCA_OPT_PKEY_INDEX;
-	}
-	if (mask & IB_QP_RNR_RETRY) {
-		c->pri_path.rnr_retry = attr->rnr_retry << 5;
-		c->alt_path.rnr_retry = attr->rnr_retry << 5;
-		opt |= MTHCA_OPT_RNR_RETRY | MTHCA_OPT_ALT_RNR_RETRY;
-	}
-	if (mask & IB_QP_AV) {
-		if (qp_set_path(dev, &attr->ah_attr, &c->pri_path))
+		qf_put(w, 0, QPC_MTU, attr->path_mtu);
+		qf_put(w, 0, QPC_MSG_MAX, 31);
+		return 0;
+	case IB_QP_DEST_QPN:
+		qf_put(w, 0, QPC_REMOTE_QPN, attr->dest_qp_num);
+		return 0;
+	case IB_QP_PORT:
+		if (qp->kind == MTHCA_SQ_MLX)
+			return 0;
+		qf_put(w, QPC_PRI, QPP_PORT, attr->port_num);
+		return MTHCA_OPT_PORT;
+	case IB_QP_PKEY_INDEX:
+		qf_put(w, QPC_PRI, QPP_PKEY_INDEX, attr->pkey_index);
+		return MTHCA_OPT_PKEY_INDEX;
+	case IB_QP_RNR_RETRY:
+		qf_put(w, QPC_PRI, QPP_RNR_RETRY, attr->rnr_retry);
+		qf_put(w, QPC_ALT, QPP_RNR_RETRY, attr->rnr_retry);
+		return MTHCA_OPT_RNR_RETRY | MTHCA_OPT_ALT_RNR_RETRY;
+	case IB_QP_AV:
+		if (qp_put_path(dev, w, QPC_PRI, &attr->ah_attr))
 			return -EINVAL;
-		opt |= MTHCA_OPT_PRI_PATH;
-	}
-	if (ibqp->qp_type == IB_QPT_RC &&
-	    cur == IB_QPS_INIT && next == IB_QPS_RTR) {
-		c->rlkey_sched_queue |= 1;	/* kernel scheduling queue */
-		opt |= MTHCA_OPT_SCHED_QUEUE;
-	}
-	if (mask & IB_QP_TIMEOUT) {
-		c->pri_path.ackto = attr->timeout << 3;
-		opt |= MTHCA_OPT_ACK_TIMEOUT;
-	}
-	if (mask & IB_QP_ALT_PATH) {
+		return MTHCA_OPT_PRI_PATH;
+	case IB_QP_TIMEOUT:
+		qf_put(w, QPC_PRI, QPP_ACK_TIMEOUT, attr->timeout);
+		return MTHCA_OPT_ACK_TIMEOUT;
+	case IB_QP_ALT_PATH:
 		if (attr->alt_pkey_index >= dev->limits.pkey_table_len ||
 		    attr->alt_port_num < 1 ||
 		    attr->alt_port_num > dev->limits.num_ports ||
-		    qp_set_path(dev, &attr->alt_ah_attr, &c->alt_path))
+		    qp_put_path(dev, w, QPC_ALT, &attr->alt_ah_attr))
 			return -EINVAL;
-		c->alt_path.port_pkey |= cpu_to_be32(attr->alt_pkey_index |
-						     attr->alt_port_num << 24);
-		c->alt_path.ackto = attr->alt_timeout << 3;
-		opt |= MTHCA_OPT_ALT_PATH;
+		qf_put(w, QPC_ALT, QPP_PORT, attr->alt_port_num);
+		qf_put(w, QPC_ALT, QPP_PKEY_INDEX, attr->alt_pkey_index);
+		qf_put(w, QPC_ALT, QPP_ACK_TIMEOUT, attr->alt_timeout);
+		return MTHCA_OPT_ALT_PATH;
+	case IB_QP_RETRY_CNT:
+		qf_put(w, 0, QPC_RETRY, attr->retry_cnt);
+		return MTHCA_OPT_RETRY_COUNT;
+	case IB_QP_MAX_QP_RD_ATOMIC:
+		if (attr->max_rd_atomic) {
+			qf_put(w, 0, QPC_SRE, 1);
+			qf_put(w, 0, QPC_SAE, 1);
+			qf_put(w, 0, QPC_SRA_MAX,
+			       qp_depth_log(attr->max_rd_atomic));
+		}
+		return MTHCA_OPT_SRA_MAX;
+	case IB_QP_SQ_PSN:
+		qf_put(w, 0, QPC_SQ_PSN, attr->sq_psn);
+		return 0;
+	case IB_QP_MAX_DEST_RD_ATOMIC:
+	case IB_QP_ACCESS_FLAGS:
+		/* both decide the remote access bits; done once, below */
+		return 0;
+	case IB_QP_MIN_RNR_TIMER:
+		qf_put(w, 0, QPC_MIN_RNR, attr->min_rnr_timer);
+		return MTHCA_OPT_RNR_TIMEOUT;
+	case IB_QP_RQ_PSN:
+		qf_put(w, 0, QPC_RQ_PSN, attr->rq_psn);
+		return 0;
+	case IB_QP_QKEY:
+		qf_put(w, 0, QPC_QKEY, attr->qkey);
+		return MTHCA_OPT_QKEY;
 	}
 
-	c->pd = cpu_to_be32(to_mpd(ibqp->pd)->pdn);
-	/* wqe_base stays 0: the WQE buffer's MR begins at iova 0 */
-	c->wqe_lkey = cpu_to_be32(qp->buf.lkey);
+	if (which || !(mask & (IB_QP_ACCESS_FLAGS | IB_QP_MAX_DEST_RD_ATOMIC)))
+		return 0;
+	/* the responder side: its depth and what remote peers may do */
+	depth = mask & IB_QP_MAX_DEST_RD_ATOMIC ? attr->max_dest_rd_atomic :
+		qp->resp_depth;
+	access = mask & IB_QP_ACCESS_FLAGS ? attr->qp_access_flags :
+		qp->access;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		qf_put(w, 0, QPC_RRA_MAX, qp_depth_log(depth));
+	/* without responder resources only RDMA writes can be served */
+	if (!depth)
+		access &= IB_ACCESS_REMOTE_WRITE;
+	qf_put(w, 0, QPC_RRE, !!(access & IB_ACCESS_REMOTE_READ));
+	qf_put(w, 0, QPC_RWE, !!(access & IB_ACCESS_REMOTE_WRITE));
+	qf_put(w, 0, QPC_RAE, !!(access & IB_ACCESS_REMOTE_ATOMIC));
+	return MTHCA_OPT_RRE | MTHCA_OPT_RWE | MTHCA_OPT_RAE |
+		(mask & IB_QP_MAX_DEST_RD_ATOMIC ? MTHCA_OPT_RRA_MAX : 0);
+}
 
-	v = MTHCA_QPC_ACK_REQ_FREQ << 28 | MTHCA_QPC_FLIGHT_LIMIT << 24 |
-		MTHCA_QPC_SWE;
-	if (qp->sq_policy == IB_SIGNAL_ALL_WR)
-		v |= MTHCA_QPC_SSC;
-	if (mask & IB_QP_RETRY_CNT) {
-		v |= (attr->retry_cnt & 7) << 16;
-		opt |= MTHCA_OPT_RETRY_COUNT;
-	}
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC) {
-		if (attr->max_rd_atomic)
-			v |= MTHCA_QPC_SRE | MTHCA_QPC_SAE |
-				fls(attr->max_rd_atomic - 1) << 21;
-		opt |= MTHCA_OPT_SRA_MAX;
-	}
-	c->params1 = cpu_to_be32(v);
+/*
+ * Build the MODIFY_QP mailbox for @cur -> @next in @mb: first what every
+ * transition carries (state, queues, CQs, doorbells, keys), then each
+ * attribute of @mask.
+ */
+static int qp_fill_context(struct mthca_dev *dev, struct mthca_qp *qp,
+			   const struct ib_qp_attr *attr, int mask,
+			   enum ib_qp_state cur, enum ib_qp_state next,
+			   __be32 *mb)
+{
+	struct ib_qp *ibqp = &qp->ibqp;
+	u32 w[QPC_WORDS] = {};
+	u32 opt = 0;
+	int bit, ret, i;
 
-	if (mask & IB_QP_SQ_PSN)
-		c->next_send_psn = cpu_to_be32(attr->sq_psn & 0xffffff);
-	c->cqn_snd = cpu_to_be32(to_mcq(ibqp->send_cq)->cqn);
-	c->snd_wqe_base_l = cpu_to_be32(qp->sq.offset);
-	c->snd_db_index = cpu_to_be32(qp->sq.db_index);
-
-	v = MTHCA_QPC_RSC;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		if (attr->max_dest_rd_atomic)
-			v |= fls(attr->max_dest_rd_atomic - 1) << 21;
-		opt |= MTHCA_OPT_RRA_MAX;
+	qf_put(w, 0, QPC_STATE, mthca_hw_qp_state[next]);
+	qf_put(w, 0, QPC_SERVICE, mthca_qpc_st[qp->kind]);
+	qf_put(w, 0, QPC_DE, 1);
+	if (!(mask & IB_QP_PATH_MIG_STATE))
+		qf_put(w, 0, QPC_MIGRATION, 3);	/* migrated */
+	if (qp->kind == MTHCA_SQ_UD || qp->kind == MTHCA_SQ_MLX) {
+		qf_put(w, 0, QPC_MTU, IB_MTU_2048);
+		qf_put(w, 0, QPC_MSG_MAX, 11);
 	}
-	if (mask & (IB_QP_ACCESS_FLAGS | IB_QP_MAX_DEST_RD_ATOMIC)) {
-		v |= qp_hw_access(qp, attr, mask);
-		opt |= MTHCA_OPT_RWE | MTHCA_OPT_RRE | MTHCA_OPT_RAE;
+	if (qp->rq.max)
+		qf_put(w, 0, QPC_RQ_LOG, ilog2(qp->rq.max));
+	qf_put(w, 0, QPC_RQ_STRIDE, qp->rq.wqe_shift - 4);
+	if (qp->sq.max)
+		qf_put(w, 0, QPC_SQ_LOG, ilog2(qp->sq.max));
+	qf_put(w, 0, QPC_SQ_STRIDE, qp->sq.wqe_shift - 4);
+	if (ibqp->qp_type == IB_QPT_RC &&
+	    cur == IB_QPS_INIT && next == IB_QPS_RTR) {
+		qf_put(w, 0, QPC_SCHED, 1);	/* the kernel's queue */
+		opt |= MTHCA_OPT_SCHED_QUEUE;
 	}
-	if (ibqp->srq)
-		v |= MTHCA_QPC_RIC;
-	c->params2 = cpu_to_be32(v);
-
-	v = 0;
-	if (mask & IB_QP_MIN_RNR_TIMER) {
-		v |= (attr->min_rnr_timer & 0x1f) << 24;
-		opt |= MTHCA_OPT_RNR_TIMEOUT;
+	qf_put(w, 0, QPC_UAR, dev->driver_uar.index);
+	qf_put(w, 0, QPC_LOCAL_QPN, qp->qpn);
+	if (qp->kind == MTHCA_SQ_MLX)
+		qf_put(w, QPC_PRI, QPP_PORT, qp->port);
+	qf_put(w, 0, QPC_PD, to_mpd(ibqp->pd)->pdn);
+	/* the WQE buffer's MR starts at iova 0, so the base stays 0 */
+	qf_put(w, 0, QPC_WQE_LKEY, qp->buf.lkey);
+	qf_put(w, 0, QPC_ACK_FREQ, MTHCA_QP_ACK_FREQ);
+	qf_put(w, 0, QPC_FLIGHT, MTHCA_QP_FLIGHT);
+	qf_put(w, 0, QPC_SWE, 1);
+	qf_put(w, 0, QPC_SSC, qp->sq_policy == IB_SIGNAL_ALL_WR);
+	qf_put(w, 0, QPC_SEND_CQN, to_mcq(ibqp->send_cq)->cqn);
+	qf_put(w, 0, QPC_SQ_BASE, qp->sq.offset);
+	qf_put(w, 0, QPC_SQ_DB, qp->sq.db_index);
+	qf_put(w, 0, QPC_RSC, 1);
+	qf_put(w, 0, QPC_RDB_ADDR, dev->layout.rdb_base +
+	       ((qp->qpn & (dev->limits.num_qps - 1)) *
+		MTHCA_RDB_ENTRY_BYTES << dev->layout.rdb_shift));
+	qf_put(w, 0, QPC_RECV_CQN, to_mcq(ibqp->recv_cq)->cqn);
+	qf_put(w, 0, QPC_RQ_DB, qp->rq.db_index);
+	if (ibqp->srq) {
+		qf_put(w, 0, QPC_RIC, 1);
+		qf_put(w, 0, QPC_SRQ_ON, 1);
+		qf_put(w, 0, QPC_SRQN, to_msrq(ibqp->srq)->srqn);
 	}
-	if (mask & IB_QP_RQ_PSN)
-		v |= attr->rq_psn & 0xffffff;
-	c->rnr_nextrecvpsn = cpu_to_be32(v);
 
-	c->ra_buff_indx = cpu_to_be32(dev->layout.rdb_base +
-				      ((qp->qpn & (dev->limits.num_qps - 1)) *
-				       MTHCA_RDB_ENTRY_BYTES <<
-				       dev->layout.rdb_shift));
-	c->cqn_rcv = cpu_to_be32(to_mcq(ibqp->recv_cq)->cqn);
-	c->rcv_db_index = cpu_to_be32(qp->rq.db_index);
-	if (mask & IB_QP_QKEY) {
-		c->qkey = cpu_to_be32(attr->qkey);
-		opt |= MTHCA_OPT_QKEY;
+	for (bit = 0; bit < BITS_PER_TYPE(int); bit++) {
+		if (!(mask & BIT(bit)) || BIT(bit) == IB_QP_STATE ||
+		    BIT(bit) == IB_QP_CUR_STATE ||
+		    BIT(bit) == IB_QP_EN_SQD_ASYNC_NOTIFY || BIT(bit) == IB_QP_CAP)
+			continue;
+		ret = qp_put_attr(dev, qp, w, attr, mask, BIT(bit));
+		if (ret < 0)
+			return ret;
+		opt |= ret;
 	}
-	if (ibqp->srq)
-		c->srqn = cpu_to_be32(1 << 24 | to_msrq(ibqp->srq)->srqn);
+	/* the remote access bits, from one or both of their attributes */
+	ret = qp_put_attr(dev, qp, w, attr, mask, 0);
+	opt |= ret;
 
-	mb->opt_mask = cpu_to_be32(opt);
+	mb[0] = cpu_to_be32(opt);
+	for (i = 0; i < QPC_WORDS; i++)
+		mb[QPC_MBOX_CTX + i] = cpu_to_be32(w[i]);
 	return 0;
 }
 
@@ -925,7 +934,6 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	struct mthca_qp *qp = to_mqp(ibqp);
 	enum ib_qp_state cur, next;
 	struct mthca_mailbox *box;
-	struct mthca_qp_mbox *mb;
 	u32 sqd_event = 0;
 	u16 op;
 	int err = -EINVAL;
@@ -973,9 +981,9 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			err = PTR_ERR(box);
 			goto out;
 		}
-		mb = box->buf;
-		memset(mb, 0, sizeof(*mb));
-		err = qp_fill_context(dev, qp, attr, mask, cur, next, mb);
+		memset(box->buf, 0, (QPC_MBOX_CTX + QPC_WORDS) * 4);
+		err = qp_fill_context(dev, qp, attr, mask, cur, next,
+				      box->buf);
 		if (!err) {
 			if (cur == IB_QPS_RTS && next == IB_QPS_SQD &&
 			    (mask & IB_QP_EN_SQD_ASYNC_NOTIFY) &&
@@ -1050,9 +1058,11 @@ static int mthca_dp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 {
 	struct mthca_dev *dev = to_mdev(ibqp->device);
 	struct mthca_qp *qp = to_mqp(ibqp);
+	static const u8 mig_state[] = {
+		IB_MIG_ARMED, IB_MIG_REARM, IB_MIG_MIGRATED, IB_MIG_MIGRATED,
+	};
 	struct mthca_mailbox *box;
-	struct mthca_qpc *c;
-	u32 flags;
+	const __be32 *c;
 	int hw_state;
 	int err = 0;
 
@@ -1073,49 +1083,36 @@ static int mthca_dp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		mthca_mailbox_free(dev, box);
 		goto out;
 	}
-	c = &((struct mthca_qp_mbox *)box->buf)->ctx;
-	flags = be32_to_cpu(c->flags);
-	hw_state = flags >> 28;
+	c = (__be32 *)box->buf + QPC_MBOX_CTX;
+	hw_state = qf_get(c, 0, QPC_STATE);
 	attr->qp_state = mthca_ib_qp_state[hw_state];
 	qp->state = attr->qp_state;
 	attr->sq_draining = hw_state == MTHCA_HW_QPS_DRAINING;
-	attr->path_mtu = c->mtu_msgmax >> 5;
-	switch ((flags >> 11) & 3) {
-	case 0:
-		attr->path_mig_state = IB_MIG_ARMED;
-		break;
-	case 1:
-		attr->path_mig_state = IB_MIG_REARM;
-		break;
-	default:
-		attr->path_mig_state = IB_MIG_MIGRATED;
-		break;
-	}
-	attr->qkey = be32_to_cpu(c->qkey);
-	attr->rq_psn = be32_to_cpu(c->rnr_nextrecvpsn) & 0xffffff;
-	attr->sq_psn = be32_to_cpu(c->next_send_psn) & 0xffffff;
-	attr->dest_qp_num = be32_to_cpu(c->remote_qpn) & 0xffffff;
-	flags = be32_to_cpu(c->params2);
+	attr->path_mtu = qf_get(c, 0, QPC_MTU);
+	attr->path_mig_state = mig_state[qf_get(c, 0, QPC_MIGRATION)];
+	attr->qkey = qf_get(c, 0, QPC_QKEY);
+	attr->rq_psn = qf_get(c, 0, QPC_RQ_PSN);
+	attr->sq_psn = qf_get(c, 0, QPC_SQ_PSN);
+	attr->dest_qp_num = qf_get(c, 0, QPC_REMOTE_QPN);
 	attr->qp_access_flags =
-		(flags & MTHCA_QPC_RRE ? IB_ACCESS_REMOTE_READ : 0) |
-		(flags & MTHCA_QPC_RWE ? IB_ACCESS_REMOTE_WRITE : 0) |
-		(flags & MTHCA_QPC_RAE ? IB_ACCESS_REMOTE_ATOMIC : 0);
-	attr->max_dest_rd_atomic = 1 << ((flags >> 21) & 7);
+		(qf_get(c, 0, QPC_RRE) ? IB_ACCESS_REMOTE_READ : 0) |
+		(qf_get(c, 0, QPC_RWE) ? IB_ACCESS_REMOTE_WRITE : 0) |
+		(qf_get(c, 0, QPC_RAE) ? IB_ACCESS_REMOTE_ATOMIC : 0);
+	attr->max_dest_rd_atomic = 1 << qf_get(c, 0, QPC_RRA_MAX);
+	attr->max_rd_atomic = 1 << qf_get(c, 0, QPC_SRA_MAX);
+	attr->retry_cnt = qf_get(c, 0, QPC_RETRY);
+	attr->min_rnr_timer = qf_get(c, 0, QPC_MIN_RNR);
+	attr->pkey_index = qf_get(c, QPC_PRI, QPP_PKEY_INDEX);
+	attr->port_num = qf_get(c, QPC_PRI, QPP_PORT);
+	attr->timeout = qf_get(c, QPC_PRI, QPP_ACK_TIMEOUT);
+	attr->rnr_retry = qf_get(c, QPC_PRI, QPP_RNR_RETRY);
+	attr->alt_timeout = qf_get(c, QPC_ALT, QPP_ACK_TIMEOUT);
 	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC) {
-		qp_get_path(&c->pri_path, &attr->ah_attr);
-		qp_get_path(&c->alt_path, &attr->alt_ah_attr);
-		attr->alt_pkey_index = be32_to_cpu(c->alt_path.port_pkey) & 0x7f;
+		qp_read_path(c, QPC_PRI, &attr->ah_attr);
+		qp_read_path(c, QPC_ALT, &attr->alt_ah_attr);
+		attr->alt_pkey_index = qf_get(c, QPC_ALT, QPP_PKEY_INDEX);
 		attr->alt_port_num = attr->alt_ah_attr.port_num;
 	}
-	attr->pkey_index = be32_to_cpu(c->pri_path.port_pkey) & 0x7f;
-	attr->port_num = (be32_to_cpu(c->pri_path.port_pkey) >> 24) & 3;
-	flags = be32_to_cpu(c->params1);
-	attr->max_rd_atomic = 1 << ((flags >> 21) & 7);
-	attr->retry_cnt = (flags >> 16) & 7;
-	attr->min_rnr_timer = (be32_to_cpu(c->rnr_nextrecvpsn) >> 24) & 0x1f;
-	attr->timeout = c->pri_path.ackto >> 3;
-	attr->rnr_retry = c->pri_path.rnr_retry >> 5;
-	attr->alt_timeout = c->alt_path.ackto >> 3;
 	mthca_mailbox_free(dev, box);
 
 fill_caps:
@@ -1172,11 +1169,10 @@ static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 			struct mthca_data_seg *dseg)
 {
 	struct mthca_ah *ah = to_mah(wr->wr.ud.ah);
-	const struct mthca_av *av = (const struct mthca_av *)ah->av;
 	struct ib_ud_header hdr;
 	u32 off = qp->hdr_offset + ind * MTHCA_DP_UD_HEADER_BYTES;
 	bool qp0 = qp->ibqp.qp_num == 0;
-	bool grh = av->g_slid & 0x80;
+	bool grh = mthca_dp_ah_has_grh(ah);
 	u16 pkey = IB_DEFAULT_PKEY_FULL;
 	int payload = 0;
 	int len, i, err;

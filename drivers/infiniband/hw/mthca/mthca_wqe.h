@@ -17,6 +17,7 @@
 #include <linux/log2.h>
 #include <linux/minmax.h>
 #include <linux/build_bug.h>
+#include <asm/byteorder.h>
 
 /* Bits of the "next" segment's ee_nds and flags words. */
 enum {
@@ -34,18 +35,16 @@ enum {
 	MTHCA_MLX_F_SLR		= 1 << 16,	/* keep the header's SLID */
 };
 
-/* WQE/CQE opcodes of the send side (the low 5 bits of nda_op). */
-enum {
-	MTHCA_OP_NOP		= 0x00,
-	MTHCA_OP_RDMA_WRITE	= 0x08,
-	MTHCA_OP_RDMA_WRITE_IMM	= 0x09,
-	MTHCA_OP_SEND		= 0x0a,
-	MTHCA_OP_SEND_IMM	= 0x0b,
-	MTHCA_OP_RDMA_READ	= 0x10,
-	MTHCA_OP_ATOMIC_CS	= 0x11,
-	MTHCA_OP_ATOMIC_FA	= 0x12,
-	MTHCA_OP_BIND_MW	= 0x18,
-};
+/*
+ * Send opcodes of WQEs and send CQEs (the low five bits of nda_op).  Bit 0
+ * adds immediate data to an RDMA write or a send.
+ */
+#define MTHCA_OP_IMM		0x01
+#define MTHCA_OP_RDMA_WRITE	0x08
+#define MTHCA_OP_SEND		0x0a
+#define MTHCA_OP_RDMA_READ	0x10
+#define MTHCA_OP_ATOMIC_CS	0x11
+#define MTHCA_OP_ATOMIC_FA	0x12
 
 /* An lkey the HCA treats as "end of the scatter list". */
 #define MTHCA_LKEY_END_OF_LIST	0x100
@@ -59,46 +58,37 @@ enum {
 /* Send doorbell, first word: fence bit (the first WQE is fenced). */
 #define MTHCA_SEND_DB_FENCE_BIT	BIT(5)
 
+/* The control ("next") segment that heads every WQE. */
 struct mthca_next_seg {
-	__be32 nda_op;		/* offset of next WQE [31:6], its opcode [4:0] */
-	__be32 ee_nds;		/* DBD [7], fence [6], next WQE size [5:0] */
-	__be32 flags;		/* CQ update [3], event [2], solicit [1] */
-	__be32 imm;		/* immediate data */
+	__be32 nda_op, ee_nds;	/* next WQE: offset [31:6] | opcode [4:0]; DBD, fence, size */
+	__be32 flags, imm;	/* CQ update [3], event [2], solicit [1]; immediate data */
 };
 
-/* Remote address of RDMA and atomic operations. */
+/* Remote address of RDMA and atomic operations; then the atomic operands. */
 struct mthca_raddr_seg {
 	__be64 raddr;
-	__be32 rkey;
-	__be32 reserved;
+	__be32 rkey, reserved;
 };
 
 struct mthca_atomic_seg {
-	__be64 swap_add;	/* swap value, or the addend of fetch&add */
-	__be64 compare;
+	__be64 swap_add, compare;	/* swap or fetch&add addend; compare */
 };
 
 /* Mem-free UD segment: the 32-byte address vector travels in the WQE. */
 struct mthca_ud_seg {
-	__be32 av[8];
-	__be32 dqpn;
-	__be32 qkey;
-	__be32 reserved[2];
+	__be32 av[8], dqpn, qkey, reserved[2];
 };
 
+/* Gather/scatter entry; with MTHCA_INLINE_BIT in the count, inline data. */
 struct mthca_data_seg {
-	__be32 byte_count;
-	__be32 lkey;
+	__be32 byte_count, lkey;
 	__be64 addr;
 };
 
-/* The MLX (raw header) form of the first 16 bytes of a special-QP WQE. */
+/* The MLX form of the control segment of a special-QP WQE. */
 struct mthca_mlx_seg {
-	__be32 nda_op;
-	__be32 nds;
-	__be32 flags;		/* VL15 [17], SLR [16], SL [11:8], C [3], E [2] */
-	__be16 rlid;
-	__be16 vcrc;
+	__be32 nda_op, nds, flags;	/* flags: VL15 [17], SLR [16], SL [11:8] */
+	__be16 rlid, vcrc;
 };
 
 /* Memory-window bind segment; only its size matters here. */
@@ -107,61 +97,56 @@ struct mthca_mlx_seg {
 /**
  * struct mthca_av - the mem-free address vector (32 bytes)
  * @port_pd: port [31:24], PD number [23:0]
- * @g_slid: GRH present [7], source path bits [6:0]
- * @dlid: destination LID
- * @gid_index: source GID index (port-relative tables are concatenated)
- * @msg_sr: max message size code [5:4] (3 = 2 KiB), static rate [2:0]
- * @hop_limit: GRH hop limit
- * @sl_tclass_flowlabel: SL [31:28], traffic class [27:20], flow [19:0]
+ * @path: GRH present [23], source path bits [22:16], destination LID [15:0]
+ * @gid_rate_hop: source GID index [23:16] (the ports' tables follow each
+ *	other), max message [13:12] (3 = 2 KiB) and static rate [10:8],
+ *	hop limit [7:0]
+ * @sl_tclass_flow: SL [31:28], traffic class [27:20], flow label [19:0]
  * @dgid: destination GID
  */
 struct mthca_av {
-	__be32	port_pd;
-	u8	reserved1;
-	u8	g_slid;
-	__be16	dlid;
-	u8	reserved2;
-	u8	gid_index;
-	u8	msg_sr;
-	u8	hop_limit;
-	__be32	sl_tclass_flowlabel;
-	__be32	dgid[4];
+	__be32 port_pd, path, gid_rate_hop, sl_tclass_flow;
+	__be32 dgid[4];
 };
 
-/* CQEs: 32 bytes; byte 31 bit 7 is the owner (1 = hardware). */
+#define MTHCA_AV_GRH		BIT(23)
+
+/*
+ * CQEs: 32 bytes, as eight big-endian words.  The owner byte is the last
+ * one: bit 7 set means the HCA owns the entry.
+ */
 #define MTHCA_CQE_BYTES		32
 #define MTHCA_CQE_OWNER_HW	0x80
 #define MTHCA_CQE_ERROR_OPCODE	0xfe	/* 0xfe receive error, 0xff send */
-#define MTHCA_CQE_IS_SEND	0x80	/* in the is_send byte */
 
+/**
+ * struct mthca_cqe - a completion queue entry
+ * @qpn: the local QP [23:0]
+ * @eecn: EE context (unused)
+ * @src_qpn: the remote QP [23:0] (UD)
+ * @sl_path_slid: SL [31:28], GRH [23], DLID path bits [22:16], SLID [15:0]
+ * @imm_pkey: immediate data, or P_Key index [31:16]; in an error CQE:
+ *	syndrome [31:24], vendor syndrome [23:16]
+ * @byte_cnt: bytes received (or read)
+ * @wqe: offset of the WQE in its queue buffer
+ * @op_owner: opcode [31:24], send [23], owner [7]
+ */
 struct mthca_cqe {
-	__be32	my_qpn;
-	__be32	my_ee;
-	__be32	rqpn;		/* source QP [23:0] */
-	u8	sl_ipok;	/* SL [7:4] */
-	u8	g_mlpath;	/* GRH [7], DLID path bits [6:0] */
-	__be16	rlid;
-	__be32	imm_etype_pkey_eec;	/* immediate, or P_Key index [31:16] */
-	__be32	byte_cnt;
-	__be32	wqe;		/* offset of the WQE in the queue buffer */
-	u8	opcode;
-	u8	is_send;
-	u8	reserved;
-	u8	owner;
+	__be32 qpn, eecn, src_qpn, sl_path_slid;
+	__be32 imm_pkey, byte_cnt, wqe, op_owner;
 };
 
-struct mthca_err_cqe {
-	__be32	my_qpn;
-	__be32	reserved1[3];
-	u8	syndrome;
-	u8	vendor_err;
-	__be16	db_cnt;
-	__be32	reserved2;
-	__be32	wqe;
-	u8	opcode;
-	u8	reserved3[2];
-	u8	owner;
-};
+#define MTHCA_CQE_SEND		BIT(23)
+
+static inline u8 *mthca_cqe_owner(struct mthca_cqe *cqe)
+{
+	return (u8 *)cqe + MTHCA_CQE_BYTES - 1;
+}
+
+static inline u8 mthca_cqe_opcode(const struct mthca_cqe *cqe)
+{
+	return be32_to_cpu(cqe->op_owner) >> 24;
+}
 
 /* Completion syndromes of error CQEs. */
 enum {
@@ -195,7 +180,6 @@ static inline void mthca_wqe_layout_checks(void)
 	BUILD_BUG_ON(sizeof(struct mthca_mlx_seg) != 16);
 	BUILD_BUG_ON(sizeof(struct mthca_av) != 32);
 	BUILD_BUG_ON(sizeof(struct mthca_cqe) != MTHCA_CQE_BYTES);
-	BUILD_BUG_ON(sizeof(struct mthca_err_cqe) != MTHCA_CQE_BYTES);
 }
 
 /*

@@ -15,9 +15,23 @@ static void wqe_seg_sizes(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct mthca_ud_seg), 48);
 	KUNIT_EXPECT_EQ(test, sizeof(struct mthca_av), 32);
 	KUNIT_EXPECT_EQ(test, sizeof(struct mthca_cqe), MTHCA_CQE_BYTES);
-	KUNIT_EXPECT_EQ(test, offsetof(struct mthca_cqe, owner), 31);
-	KUNIT_EXPECT_EQ(test, offsetof(struct mthca_err_cqe, syndrome), 16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct mthca_cqe, imm_pkey), 16);
+	KUNIT_EXPECT_EQ(test, offsetof(struct mthca_cqe, wqe), 24);
+	KUNIT_EXPECT_EQ(test, offsetof(struct mthca_av, dgid), 16);
 	KUNIT_EXPECT_EQ(test, offsetof(struct mthca_mlx_seg, rlid), 12);
+}
+
+static void wqe_cqe_fields(struct kunit *test)
+{
+	struct mthca_cqe cqe = {};
+
+	/* opcode in byte 28, the send flag in byte 29, owner in byte 31 */
+	((u8 *)&cqe)[28] = 0xfe;
+	((u8 *)&cqe)[29] = 0x80;
+	*mthca_cqe_owner(&cqe) = MTHCA_CQE_OWNER_HW;
+	KUNIT_EXPECT_EQ(test, mthca_cqe_opcode(&cqe), 0xfe);
+	KUNIT_EXPECT_TRUE(test, be32_to_cpu(cqe.op_owner) & MTHCA_CQE_SEND);
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(cqe.op_owner) & 0xff, 0x80);
 }
 
 static void wqe_shift_rounds_up(struct kunit *test)
@@ -78,6 +92,7 @@ static void wqe_sq_offset_aligned(struct kunit *test)
 
 static struct kunit_case mthca_wqe_cases[] = {
 	KUNIT_CASE(wqe_seg_sizes),
+	KUNIT_CASE(wqe_cqe_fields),
 	KUNIT_CASE(wqe_shift_rounds_up),
 	KUNIT_CASE(wqe_recv_sizes),
 	KUNIT_CASE(wqe_send_sizes),
