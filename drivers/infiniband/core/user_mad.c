@@ -224,28 +224,6 @@ static void umad_forget_send(struct umad_file *file, struct umad_packet *packet)
 	spin_unlock_irq(&file->send_lock);
 }
 
-static void umad_send_done(struct ib_mad_agent *agent,
-			   struct ib_mad_send_wc *wc)
-{
-	struct umad_file *file = agent->context;
-	struct umad_packet *packet = wc->send_buf->context[0];
-
-	umad_forget_send(file, packet);
-	ib_free_send_mad(packet->msg);
-	packet->msg = NULL;
-	ib_destroy_ah(packet->ah);
-	packet->ah = NULL;
-
-	/* A request nobody answered goes back to its sender, marked. */
-	if (wc->status == IB_WC_RESP_TIMEOUT_ERR) {
-		packet->length = IB_MGMT_MAD_HDR;
-		packet->umad.hdr.status = ETIMEDOUT;
-		if (umad_enqueue(file, agent, packet, false))
-			return;
-	}
-	kfree(packet);
-}
-
 /*
  * Describe where a received MAD came from, in the header the reader gets.
  * With a GRH, the GRH fields are those a reply needs. Return: 0 or -errno.
@@ -277,6 +255,28 @@ static int umad_describe_sender(struct ib_mad_agent *agent,
 	memcpy(hdr->gid, back.grh.dgid.raw, sizeof(hdr->gid));
 	hdr->flow_label = cpu_to_be32(back.grh.flow_label);
 	return 0;
+}
+
+static void umad_send_done(struct ib_mad_agent *agent,
+			   struct ib_mad_send_wc *wc)
+{
+	struct umad_packet *packet = wc->send_buf->context[0];
+	bool unanswered = wc->status == IB_WC_RESP_TIMEOUT_ERR;
+	struct umad_file *file = agent->context;
+
+	umad_forget_send(file, packet);
+	ib_free_send_mad(packet->msg);
+	ib_destroy_ah(packet->ah);
+	packet->msg = NULL;
+	packet->ah = NULL;
+
+	/* A request nobody answered goes back to its sender, marked. */
+	if (unanswered) {
+		packet->umad.hdr.status = ETIMEDOUT;
+		packet->length = IB_MGMT_MAD_HDR;
+	}
+	if (!unanswered || !umad_enqueue(file, agent, packet, false))
+		kfree(packet);
 }
 
 static void umad_recv(struct ib_mad_agent *agent,
