@@ -173,6 +173,10 @@ TEST_F(OursSelftest, RemovalWithTheDeviceAndReload)
 	auto r = Run(g, "cat " + kCtl + "/local");
 	EXPECT_FALSE(r.ok()) << r.output;
 	ASSERT_TRUE(Ok(Run(g, LoadCommand(g.stack()))));
+	// The emulated link stays up across the HCA's reset (real hardware
+	// would bounce it and the switch would tell the SM), so OpenSM is
+	// asked for a heavy sweep.
+	ASSERT_TRUE(Ok(Run(guest("vm2"), "kill -HUP $(pidof opensm)")));
 	ASSERT_TRUE(Ok(Run(g, "for i in $(seq 1 120); do grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state && "
 			      "exit 0; sleep 1; done; exit 1",
 			   180s)));
