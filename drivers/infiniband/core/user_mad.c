@@ -845,37 +845,46 @@ out:
 	return ret;
 }
 
-static int umad_release(struct inode *inode, struct file *filp)
+/*
+ * Stop all traffic of @file: mark it dead, wake its readers and unregister
+ * its agents, which flushes their sends through umad_send_done (and frees
+ * them, since a dead file queues nothing). Caller holds port->lock.
+ */
+static void umad_kill_file(struct umad_file *file)
 {
-	struct umad_file *file = filp->private_data;
 	struct ib_mad_agent *agents[UMAD_MAX_AGENTS];
-	struct umad_port *port = file->port;
-	struct umad_packet *packet, *next;
 	int id;
 
-	mutex_lock(&port->lock);
 	mutex_lock(&file->mutex);
 	file->dead = true;
 	memcpy(agents, file->agents, sizeof(agents));
 	memset(file->agents, 0, sizeof(file->agents));
+	wake_up_interruptible(&file->wait);
+	mutex_unlock(&file->mutex);
+
+	for (id = 0; id < UMAD_MAX_AGENTS; id++)
+		if (agents[id])
+			ib_unregister_mad_agent(agents[id]);
+}
+
+static int umad_release(struct inode *inode, struct file *filp)
+{
+	struct umad_file *file = filp->private_data;
+	struct umad_packet *packet, *next;
+	struct umad_port *port = file->port;
+
+	mutex_lock(&port->lock);
+	umad_kill_file(file);
+	list_del(&file->node);
+	mutex_unlock(&port->lock);
+
+	/* Nothing can be queued any more: drop what nobody read. */
 	list_for_each_entry_safe(packet, next, &file->recv_list, list) {
 		list_del(&packet->list);
 		if (packet->recv_wc)
 			ib_free_recv_mad(packet->recv_wc);
 		kfree(packet);
 	}
-	list_del(&file->node);
-	mutex_unlock(&file->mutex);
-
-	/*
-	 * Unregistering flushes the agents' sends through umad_send_done,
-	 * which frees them (the file is dead, so nothing is queued again).
-	 */
-	for (id = 0; id < UMAD_MAX_AGENTS; id++)
-		if (agents[id])
-			ib_unregister_mad_agent(agents[id]);
-	mutex_unlock(&port->lock);
-
 	WARN_ON_ONCE(!list_empty(&file->send_list));
 	mutex_destroy(&file->mutex);
 	kfree(file);
@@ -1029,6 +1038,15 @@ static void umad_init_dev(struct umad_port *port, struct device *dev,
 	dev_set_name(dev, "%s%d", kind, port->devnum);
 }
 
+/* Make one of the port's (already initialized) devices visible. */
+static int umad_publish(struct cdev *cdev, struct device *dev,
+			const struct file_operations *fops)
+{
+	cdev_init(cdev, fops);
+	cdev->owner = THIS_MODULE;
+	return cdev_device_add(cdev, dev);
+}
+
 static int umad_add_port(struct ib_device *ib_dev, struct umad_port *port)
 {
 	int ret;
@@ -1043,57 +1061,41 @@ static int umad_add_port(struct ib_device *ib_dev, struct umad_port *port)
 	INIT_LIST_HEAD(&port->files);
 
 	umad_init_dev(port, &port->dev, ib_dev, umad_base + port->devnum, "umad");
-	cdev_init(&port->cdev, &umad_fops);
-	port->cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&port->cdev, &port->dev);
-	if (ret)
-		goto err_umad;
-
 	umad_init_dev(port, &port->sm_dev, ib_dev,
 		      umad_base + UMAD_ISSM_MINOR0 + port->devnum, "issm");
-	cdev_init(&port->sm_cdev, &issm_fops);
-	port->sm_cdev.owner = THIS_MODULE;
-	ret = cdev_device_add(&port->sm_cdev, &port->sm_dev);
+	ret = umad_publish(&port->cdev, &port->dev, &umad_fops);
 	if (ret)
-		goto err_issm;
+		goto err_devices;
+	ret = umad_publish(&port->sm_cdev, &port->sm_dev, &issm_fops);
+	if (ret)
+		goto err_umad_visible;
 	return 0;
 
-err_issm:
-	put_device(&port->sm_dev);
+err_umad_visible:
 	cdev_device_del(&port->cdev, &port->dev);
-err_umad:
+err_devices:
+	put_device(&port->sm_dev);
 	put_device(&port->dev);
 	ida_free(&umad_numbers, port->devnum);
 	return ret;
 }
 
-/* Take a port away from user space: no new opens, open files go dead. */
+/*
+ * Take a port away from user space: its open files go dead (they stay
+ * valid until closed), then its device nodes disappear.
+ */
 static void umad_remove_port(struct umad_port *port)
 {
 	struct umad_file *file;
-	int id;
-
-	cdev_device_del(&port->sm_cdev, &port->sm_dev);
-	cdev_device_del(&port->cdev, &port->dev);
 
 	mutex_lock(&port->lock);
 	WRITE_ONCE(port->ib_dev, NULL);
-	list_for_each_entry(file, &port->files, node) {
-		struct ib_mad_agent *agents[UMAD_MAX_AGENTS];
-
-		mutex_lock(&file->mutex);
-		file->dead = true;
-		memcpy(agents, file->agents, sizeof(agents));
-		memset(file->agents, 0, sizeof(file->agents));
-		wake_up_interruptible(&file->wait);
-		mutex_unlock(&file->mutex);
-
-		for (id = 0; id < UMAD_MAX_AGENTS; id++)
-			if (agents[id])
-				ib_unregister_mad_agent(agents[id]);
-	}
+	list_for_each_entry(file, &port->files, node)
+		umad_kill_file(file);
 	mutex_unlock(&port->lock);
 
+	cdev_device_del(&port->sm_cdev, &port->sm_dev);
+	cdev_device_del(&port->cdev, &port->dev);
 	ida_free(&umad_numbers, port->devnum);
 	put_device(&port->sm_dev);
 	put_device(&port->dev);
