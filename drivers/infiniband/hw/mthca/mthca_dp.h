@@ -317,8 +317,6 @@ int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc);
 int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how);
 void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq);
 
-u16 mthca_qp_transition_cmd(enum ib_qp_state cur, enum ib_qp_state next);
-
 struct ib_srq *mthca_dp_create_srq(struct ib_pd *pd,
 				   struct ib_srq_init_attr *init,
 				   struct ib_udata *udata);

@@ -23,96 +23,7 @@
 
 #include "mthca_dev.h"
 #include "mthca_wqe.h"
-
-/* State names for messages (enum ib_qp_state order). */
-static const char * const mthca_qp_state_name[] = {
-	[IB_QPS_RESET]	= "RESET",
-	[IB_QPS_INIT]	= "INIT",
-	[IB_QPS_RTR]	= "RTR",
-	[IB_QPS_RTS]	= "RTS",
-	[IB_QPS_SQD]	= "SQD",
-	[IB_QPS_SQE]	= "SQE",
-	[IB_QPS_ERR]	= "ERR",
-};
-
-/* QP states as the QP context encodes them (flags [31:28]). */
-enum {
-	MTHCA_HW_QPS_RESET	= 0,
-	MTHCA_HW_QPS_INIT	= 1,
-	MTHCA_HW_QPS_RTR	= 2,
-	MTHCA_HW_QPS_RTS	= 3,
-	MTHCA_HW_QPS_SQE	= 4,
-	MTHCA_HW_QPS_SQD	= 5,
-	MTHCA_HW_QPS_ERR	= 6,
-	MTHCA_HW_QPS_DRAINING	= 7,
-};
-
-static const u8 mthca_hw_qp_state[] = {
-	[IB_QPS_RESET]	= MTHCA_HW_QPS_RESET,
-	[IB_QPS_INIT]	= MTHCA_HW_QPS_INIT,
-	[IB_QPS_RTR]	= MTHCA_HW_QPS_RTR,
-	[IB_QPS_RTS]	= MTHCA_HW_QPS_RTS,
-	[IB_QPS_SQD]	= MTHCA_HW_QPS_SQD,
-	[IB_QPS_SQE]	= MTHCA_HW_QPS_SQE,
-	[IB_QPS_ERR]	= MTHCA_HW_QPS_ERR,
-};
-
-static const s8 mthca_ib_qp_state[] = {
-	[MTHCA_HW_QPS_RESET]	= IB_QPS_RESET,
-	[MTHCA_HW_QPS_INIT]	= IB_QPS_INIT,
-	[MTHCA_HW_QPS_RTR]	= IB_QPS_RTR,
-	[MTHCA_HW_QPS_RTS]	= IB_QPS_RTS,
-	[MTHCA_HW_QPS_SQE]	= IB_QPS_SQE,
-	[MTHCA_HW_QPS_SQD]	= IB_QPS_SQD,
-	[MTHCA_HW_QPS_ERR]	= IB_QPS_ERR,
-	[MTHCA_HW_QPS_DRAINING]	= IB_QPS_SQD,
-};
-
-/*
- * The firmware command of each transition the IBA allows (0: none).  Any
- * state may go to RESET or ERR; the rest follow the QP state diagram.
- */
-static const u8 mthca_qp_trans_cmd[IB_QPS_ERR + 1][IB_QPS_ERR + 1] = {
-	[IB_QPS_RESET] = {
-		[IB_QPS_INIT] = MTHCA_CMD_RST2INIT_QP,
-	},
-	[IB_QPS_INIT] = {
-		[IB_QPS_INIT] = MTHCA_CMD_INIT2INIT_QP,
-		[IB_QPS_RTR] = MTHCA_CMD_INIT2RTR_QP,
-	},
-	[IB_QPS_RTR] = {
-		[IB_QPS_RTS] = MTHCA_CMD_RTR2RTS_QP,
-	},
-	[IB_QPS_RTS] = {
-		[IB_QPS_RTS] = MTHCA_CMD_RTS2RTS_QP,
-		[IB_QPS_SQD] = MTHCA_CMD_RTS2SQD_QP,
-	},
-	[IB_QPS_SQD] = {
-		[IB_QPS_RTS] = MTHCA_CMD_SQD2RTS_QP,
-		[IB_QPS_SQD] = MTHCA_CMD_SQD2SQD_QP,
-	},
-	[IB_QPS_SQE] = {
-		[IB_QPS_RTS] = MTHCA_CMD_SQERR2RTS_QP,
-	},
-};
-
-/**
- * mthca_qp_transition_cmd() - the firmware command for a QP transition
- * @cur: the current state
- * @next: the state asked for
- *
- * Return: the command opcode, or 0 when the HCA has none.
- */
-u16 mthca_qp_transition_cmd(enum ib_qp_state cur, enum ib_qp_state next)
-{
-	if (cur > IB_QPS_ERR || next > IB_QPS_ERR)
-		return 0;
-	if (next == IB_QPS_RESET)
-		return MTHCA_CMD_2RST_QP;
-	if (next == IB_QPS_ERR)
-		return MTHCA_CMD_2ERR_QP;
-	return mthca_qp_trans_cmd[cur][next];
-}
+#include "mthca_qp_state.h"
 
 /* Service types of the QP context (flags [23:16]). */
 enum {
@@ -820,7 +731,7 @@ static int qp_fill_context(struct mthca_dev *dev, struct mthca_qp *qp,
 	u32 opt = 0;
 	int bit, ret, i;
 
-	qf_put(w, 0, QPC_STATE, mthca_hw_qp_state[next]);
+	qf_put(w, 0, QPC_STATE, mthca_qps_to_hw(next));
 	qf_put(w, 0, QPC_SERVICE, mthca_qpc_st[qp->kind]);
 	qf_put(w, 0, QPC_DE, 1);
 	if (!(mask & IB_QP_PATH_MIG_STATE))
@@ -948,8 +859,8 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
 		dev_dbg(&dev->pdev->dev,
 			"QP %06x: %s -> %s with mask %#x not allowed\n",
-			qp->qpn, mthca_qp_state_name[cur],
-			mthca_qp_state_name[next], mask);
+			qp->qpn, mthca_qps_name(cur),
+			mthca_qps_name(next), mask);
 		goto out;
 	}
 	if ((mask & IB_QP_PKEY_INDEX) &&
@@ -969,7 +880,7 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 		goto out;
 	}
 
-	op = mthca_qp_transition_cmd(cur, next);
+	op = mthca_qp_transition(cur, next);
 	if (!op)
 		goto out;
 
@@ -996,8 +907,8 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	}
 	if (err) {
 		dev_dbg(&dev->pdev->dev, "QP %06x: %s -> %s failed: %d\n",
-			qp->qpn, mthca_qp_state_name[cur],
-			mthca_qp_state_name[next], err);
+			qp->qpn, mthca_qps_name(cur),
+			mthca_qps_name(next), err);
 		goto out;
 	}
 
@@ -1085,7 +996,7 @@ static int mthca_dp_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	}
 	c = (__be32 *)box->buf + QPC_MBOX_CTX;
 	hw_state = qf_get(c, 0, QPC_STATE);
-	attr->qp_state = mthca_ib_qp_state[hw_state];
+	attr->qp_state = mthca_qps_from_hw(hw_state);
 	qp->state = attr->qp_state;
 	attr->sq_draining = hw_state == MTHCA_HW_QPS_DRAINING;
 	attr->path_mtu = qf_get(c, 0, QPC_MTU);
