@@ -45,6 +45,12 @@ static bool diagram_has(enum ib_qp_state cur, enum ib_qp_state next)
 /* Every attribute bit of a Modify QP call. */
 #define ALL_ATTRS	(IB_QP_DEST_QPN * 2 - 1)
 
+static bool core_ok(enum ib_qp_state cur, enum ib_qp_state next,
+		    enum ib_qp_type type, int mask)
+{
+	return ib_modify_qp_is_ok(cur, next, type, mask);
+}
+
 static void qps_commands_follow_the_diagram(struct kunit *test)
 {
 	enum ib_qp_state cur, next;
@@ -59,32 +65,35 @@ static void qps_commands_follow_the_diagram(struct kunit *test)
 			if (diagram_has(cur, next))
 				continue;
 			/* the core refuses these whatever the mask */
-			KUNIT_EXPECT_FALSE(test, ib_modify_qp_is_ok(cur, next,
-					   IB_QPT_RC, IB_QP_STATE));
-			KUNIT_EXPECT_FALSE(test, ib_modify_qp_is_ok(cur, next,
-					   IB_QPT_UD, ALL_ATTRS));
+			KUNIT_EXPECT_FALSE(test, core_ok(cur, next, IB_QPT_RC,
+							 IB_QP_STATE));
+			KUNIT_EXPECT_FALSE(test, core_ok(cur, next, IB_QPT_UD,
+							 ALL_ATTRS));
 		}
 }
 
 /* Masks the core accepts for the usual bring-up of each QP type. */
 static void qps_core_accepts_bring_up(struct kunit *test)
 {
-	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RESET, IB_QPS_INIT,
-			  IB_QPT_RC, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			  IB_QP_PORT | IB_QP_ACCESS_FLAGS));
-	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_INIT, IB_QPS_RTR,
-			  IB_QPT_RC, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
-			  IB_QP_DEST_QPN | IB_QP_RQ_PSN |
-			  IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER));
-	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RTR, IB_QPS_RTS,
-			  IB_QPT_RC, IB_QP_STATE | IB_QP_TIMEOUT |
-			  IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
-			  IB_QP_MAX_QP_RD_ATOMIC));
-	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RESET, IB_QPS_INIT,
-			  IB_QPT_SMI, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			  IB_QP_QKEY));
-	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_SQE, IB_QPS_RTS,
-			  IB_QPT_UD, IB_QP_STATE));
+	const int rc_init = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+		IB_QP_ACCESS_FLAGS;
+	const int rc_rtr = IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+		IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+		IB_QP_MIN_RNR_TIMER;
+	const int rc_rts = IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+		IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC;
+	const int smi_init = IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_QKEY;
+
+	KUNIT_EXPECT_TRUE(test, core_ok(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_RC,
+					rc_init));
+	KUNIT_EXPECT_TRUE(test, core_ok(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_RC,
+					rc_rtr));
+	KUNIT_EXPECT_TRUE(test, core_ok(IB_QPS_RTR, IB_QPS_RTS, IB_QPT_RC,
+					rc_rts));
+	KUNIT_EXPECT_TRUE(test, core_ok(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_SMI,
+					smi_init));
+	KUNIT_EXPECT_TRUE(test, core_ok(IB_QPS_SQE, IB_QPS_RTS, IB_QPT_UD,
+					IB_QP_STATE));
 }
 
 static void qps_commands(struct kunit *test)
