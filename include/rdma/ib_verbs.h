@@ -694,12 +694,6 @@ struct ib_port;
 
 /**
  * struct ib_device - a registered InfiniBand device
- *
- * A driver allocates it with ib_alloc_device() (embedded at the start of
- * its own structure), fills in the identity fields and the function
- * pointers, and calls ib_register_device().  Optional methods may be NULL;
- * the core then returns -EOPNOTSUPP for the verb.
- *
  * @dma_device: the device DMA mappings are made for (the PCI function)
  * @name: "mthca%d" style name, resolved to a unique name at registration
  * @event_handler_list: consumers' event handlers, under @event_handler_lock
@@ -725,6 +719,11 @@ struct ib_port;
  * @ports_kobj: the core's; the ports/ directory
  * @port_data: the core's per-port sysfs state, indexed by port number
  * @reg_state: where in its life the device is
+ *
+ * A driver allocates it with ib_alloc_device() (embedded at the start of
+ * its own structure), fills in the identity fields and the function
+ * pointers, and calls ib_register_device().  Optional methods may be NULL;
+ * the core then returns -EOPNOTSUPP for the verb.
  */
 struct ib_device {
 	struct device                *dma_device;
