@@ -55,6 +55,7 @@ enum {
 	UMAD_MAJOR		= 231,
 	UMAD_MAX_PORTS		= 64,		/* umad minors 0..63 */
 	UMAD_ISSM_MINOR0	= UMAD_MAX_PORTS,	/* issm minors 64..127 */
+	UMAD_MINORS		= 2 * UMAD_MAX_PORTS,
 	UMAD_MAX_AGENTS		= 32,
 	UMAD_MAX_QUEUED		= 20000,	/* received MADs waiting per file */
 	UMAD_SEG_BYTES		= sizeof(struct ib_mad),
@@ -361,6 +362,28 @@ static ssize_t umad_copy_recv(struct umad_file *file, char __user *buf,
 	return hdr_bytes + done;
 }
 
+static void umad_free_packet(struct umad_packet *packet)
+{
+	if (packet->recv_wc)
+		ib_free_recv_mad(packet->recv_wc);
+	kfree(packet);
+}
+
+/* Put @packet back at the head of the queue; false if the file is dead. */
+static bool umad_requeue(struct umad_file *file, struct umad_packet *packet)
+{
+	bool back;
+
+	mutex_lock(&file->mutex);
+	back = !file->dead;
+	if (back) {
+		list_add(&packet->list, &file->recv_list);
+		file->queued += !!packet->recv_wc;
+	}
+	mutex_unlock(&file->mutex);
+	return back;
+}
+
 static ssize_t umad_read(struct file *filp, char __user *buf, size_t count,
 			 loff_t *pos)
 {
@@ -390,31 +413,14 @@ static ssize_t umad_read(struct file *filp, char __user *buf, size_t count,
 	}
 	packet = list_first_entry(&file->recv_list, struct umad_packet, list);
 	list_del(&packet->list);
-	if (packet->recv_wc)
-		file->queued--;
+	file->queued -= !!packet->recv_wc;
 	mutex_unlock(&file->mutex);
 
-	if (packet->recv_wc)
-		ret = umad_copy_recv(file, buf, packet, count);
-	else
-		ret = umad_copy_send(file, buf, packet, count);
-
-	if (ret < 0) {
-		/* Leave it first in line for a retry with a bigger buffer. */
-		mutex_lock(&file->mutex);
-		if (!file->dead) {
-			list_add(&packet->list, &file->recv_list);
-			if (packet->recv_wc)
-				file->queued++;
-			packet = NULL;
-		}
-		mutex_unlock(&file->mutex);
-	}
-	if (packet) {
-		if (packet->recv_wc)
-			ib_free_recv_mad(packet->recv_wc);
-		kfree(packet);
-	}
+	ret = packet->recv_wc ? umad_copy_recv(file, buf, packet, count) :
+				umad_copy_send(file, buf, packet, count);
+	/* A failed copy leaves the MAD first in line, for a bigger buffer. */
+	if (ret >= 0 || !umad_requeue(file, packet))
+		umad_free_packet(packet);
 	return ret;
 }
 
@@ -784,15 +790,14 @@ static int umad_ioctl_unregister(struct umad_file *file, u32 __user *arg)
 
 static int umad_ioctl_enable_pkey(struct umad_file *file)
 {
-	int ret = 0;
+	bool late;
 
+	/* Too late once an agent exists: its reader expects the old header. */
 	mutex_lock(&file->mutex);
-	if (file->used)
-		ret = -EINVAL;
-	else
-		file->pkey_hdr = true;
+	late = file->used;
+	file->pkey_hdr |= !late;
 	mutex_unlock(&file->mutex);
-	return ret;
+	return late ? -EINVAL : 0;
 }
 
 static long umad_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -818,31 +823,30 @@ static int umad_open(struct inode *inode, struct file *filp)
 {
 	struct umad_port *port = container_of(inode->i_cdev, struct umad_port,
 					      cdev);
-	struct umad_file *file;
-	int ret = 0;
+	struct umad_file *file = kzalloc(sizeof(*file), GFP_KERNEL);
+	bool gone;
 
-	mutex_lock(&port->lock);
-	if (!port->ib_dev) {
-		ret = -ENXIO;
-		goto out;
-	}
-	file = kzalloc(sizeof(*file), GFP_KERNEL);
-	if (!file) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!file)
+		return -ENOMEM;
 	file->port = port;
 	mutex_init(&file->mutex);
 	spin_lock_init(&file->send_lock);
 	INIT_LIST_HEAD(&file->recv_list);
 	INIT_LIST_HEAD(&file->send_list);
 	init_waitqueue_head(&file->wait);
-	list_add_tail(&file->node, &port->files);
-	filp->private_data = file;
-	stream_open(inode, filp);
-out:
+
+	mutex_lock(&port->lock);
+	gone = !port->ib_dev;
+	if (!gone)
+		list_add_tail(&file->node, &port->files);
 	mutex_unlock(&port->lock);
-	return ret;
+	if (gone) {
+		mutex_destroy(&file->mutex);
+		kfree(file);
+		return -ENXIO;
+	}
+	filp->private_data = file;
+	return stream_open(inode, filp);
 }
 
 /*
@@ -879,12 +883,8 @@ static int umad_release(struct inode *inode, struct file *filp)
 	mutex_unlock(&port->lock);
 
 	/* Nothing can be queued any more: drop what nobody read. */
-	list_for_each_entry_safe(packet, next, &file->recv_list, list) {
-		list_del(&packet->list);
-		if (packet->recv_wc)
-			ib_free_recv_mad(packet->recv_wc);
-		kfree(packet);
-	}
+	list_for_each_entry_safe(packet, next, &file->recv_list, list)
+		umad_free_packet(packet);
 	WARN_ON_ONCE(!list_empty(&file->send_list));
 	mutex_destroy(&file->mutex);
 	kfree(file);
@@ -892,15 +892,10 @@ static int umad_release(struct inode *inode, struct file *filp)
 }
 
 static const struct file_operations umad_fops = {
-	.owner		= THIS_MODULE,
-	.open		= umad_open,
-	.release	= umad_release,
-	.read		= umad_read,
-	.write		= umad_write,
-	.poll		= umad_poll,
-	.unlocked_ioctl	= umad_ioctl,
-	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= no_llseek,
+	.owner = THIS_MODULE, .llseek = no_llseek,
+	.open = umad_open, .release = umad_release,
+	.read = umad_read, .write = umad_write, .poll = umad_poll,
+	.unlocked_ioctl = umad_ioctl, .compat_ioctl = compat_ptr_ioctl,
 };
 
 /* Set or clear IsSM on the port, unless the device is gone. */
@@ -955,11 +950,10 @@ static int issm_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/* issmN does nothing but exist while open. */
 static const struct file_operations issm_fops = {
-	.owner		= THIS_MODULE,
-	.open		= issm_open,
-	.release	= issm_release,
-	.llseek		= no_llseek,
+	.owner = THIS_MODULE, .llseek = no_llseek,
+	.open = issm_open, .release = issm_release,
 };
 
 static ssize_t ibdev_show(struct device *dev, struct device_attribute *attr,
@@ -984,9 +978,7 @@ static ssize_t port_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(port);
 
 static struct attribute *umad_port_attrs[] = {
-	&dev_attr_ibdev.attr,
-	&dev_attr_port.attr,
-	NULL,
+	&dev_attr_ibdev.attr, &dev_attr_port.attr, NULL
 };
 ATTRIBUTE_GROUPS(umad_port);
 
@@ -998,8 +990,7 @@ static ssize_t abi_version_show(struct class *class, struct class_attribute *att
 static CLASS_ATTR_RO(abi_version);
 
 static struct attribute *umad_class_attrs[] = {
-	&class_attr_abi_version.attr,
-	NULL,
+	&class_attr_abi_version.attr, NULL
 };
 ATTRIBUTE_GROUPS(umad_class);
 
@@ -1010,10 +1001,8 @@ static char *umad_devnode(struct device *dev, umode_t *mode)
 }
 
 static struct class umad_class = {
-	.name		= "infiniband_mad",
-	.devnode	= umad_devnode,
-	.class_groups	= umad_class_groups,
-	.dev_groups	= umad_port_groups,
+	.name = "infiniband_mad", .devnode = umad_devnode,
+	.class_groups = umad_class_groups, .dev_groups = umad_port_groups,
 };
 
 static void umad_port_dev_release(struct device *dev)
@@ -1144,34 +1133,31 @@ static void umad_remove_device(struct ib_device *ib_dev)
 
 static int __init ib_umad_init(void)
 {
-	int ret;
+	int ret = class_register(&umad_class);
 
-	ret = register_chrdev_region(umad_base, 2 * UMAD_MAX_PORTS,
-				     "infiniband_mad");
-	if (ret) {
-		pr_err("ib_umad: cannot claim char major %d\n", UMAD_MAJOR);
-		return ret;
-	}
-	ret = class_register(&umad_class);
 	if (ret)
-		goto err_region;
+		return ret;
+	ret = register_chrdev_region(umad_base, UMAD_MINORS, "infiniband_mad");
+	if (ret)
+		goto drop_class;
 	ret = ib_register_client(&umad_client);
 	if (ret)
-		goto err_class;
+		goto drop_minors;
 	return 0;
 
-err_class:
+drop_minors:
+	unregister_chrdev_region(umad_base, UMAD_MINORS);
+drop_class:
 	class_unregister(&umad_class);
-err_region:
-	unregister_chrdev_region(umad_base, 2 * UMAD_MAX_PORTS);
+	pr_err("ib_umad: not started (%d)\n", ret);
 	return ret;
 }
 
 static void __exit ib_umad_exit(void)
 {
 	ib_unregister_client(&umad_client);
+	unregister_chrdev_region(umad_base, UMAD_MINORS);
 	class_unregister(&umad_class);
-	unregister_chrdev_region(umad_base, 2 * UMAD_MAX_PORTS);
 	ida_destroy(&umad_numbers);
 }
 
