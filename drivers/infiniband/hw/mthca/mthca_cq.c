@@ -60,24 +60,30 @@ static void cq_publish_ci(struct mthca_cq *cq)
 	*cq->set_ci_db = cpu_to_be32(cq->cons_index);
 }
 
-static struct mthca_cq *cq_get(struct mthca_dev *dev, u32 cqn)
+/**
+ * mthca_dp_find_pinned() - look an object up by number and pin it
+ * @xa: the number table (CQs, QPs or SRQs)
+ * @num: the number from an EQE (24 bits)
+ * @life_offset: where the object's struct mthca_dp_life is
+ *
+ * For the EQ handler: callable in any context.
+ *
+ * Return: the object with a reference taken, or NULL.
+ */
+void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset)
 {
-	struct xarray *xa = &dev->cq_table.objs;
-	struct mthca_cq *cq;
+	struct mthca_dp_life *life;
 	unsigned long flags;
+	void *obj;
 
 	xa_lock_irqsave(xa, flags);
-	cq = xa_load(xa, cqn & 0xffffff);
-	if (cq)
-		refcount_inc(&cq->refs);
+	obj = xa_load(xa, num & 0xffffff);
+	if (obj) {
+		life = obj + life_offset;
+		refcount_inc(&life->refs);
+	}
 	xa_unlock_irqrestore(xa, flags);
-	return cq;
-}
-
-static void cq_put(struct mthca_cq *cq)
-{
-	if (refcount_dec_and_test(&cq->refs))
-		wake_up(&cq->wait);
+	return obj;
 }
 
 /**
@@ -90,7 +96,8 @@ static void cq_put(struct mthca_cq *cq)
  */
 void mthca_cq_completion(struct mthca_dev *dev, u32 cqn)
 {
-	struct mthca_cq *cq = cq_get(dev, cqn);
+	struct mthca_cq *cq = mthca_dp_find(&dev->cq_table.objs, cqn,
+					     struct mthca_cq);
 
 	if (!cq) {
 		dev_warn_ratelimited(&dev->pdev->dev,
@@ -102,7 +109,7 @@ void mthca_cq_completion(struct mthca_dev *dev, u32 cqn)
 	WRITE_ONCE(cq->arm_sn, READ_ONCE(cq->arm_sn) + 1);
 	if (cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
-	cq_put(cq);
+	mthca_dp_life_put(&cq->life);
 }
 
 /**
@@ -113,7 +120,8 @@ void mthca_cq_completion(struct mthca_dev *dev, u32 cqn)
  */
 void mthca_cq_event(struct mthca_dev *dev, u32 cqn, enum ib_event_type type)
 {
-	struct mthca_cq *cq = cq_get(dev, cqn);
+	struct mthca_cq *cq = mthca_dp_find(&dev->cq_table.objs, cqn,
+					     struct mthca_cq);
 	struct ib_event ev;
 
 	if (!cq) {
@@ -128,7 +136,7 @@ void mthca_cq_event(struct mthca_dev *dev, u32 cqn, enum ib_event_type type)
 		ev.element.cq = &cq->ibcq;
 		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 	}
-	cq_put(cq);
+	mthca_dp_life_put(&cq->life);
 }
 
 /* The work completion status of each error syndrome. */
@@ -447,8 +455,7 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	cq->ibcq.cqe = cq->nent - 1;
 	cq->arm_sn = 1;
 	spin_lock_init(&cq->lock);
-	refcount_set(&cq->refs, 1);
-	init_waitqueue_head(&cq->wait);
+	mthca_dp_life_init(&cq->life);
 
 	err = xa_alloc_irq(&tab->objs, &cqn, NULL,
 			   XA_LIMIT(dev->limits.reserved_cqs,
@@ -561,8 +568,7 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 
 	/* Keep the number reserved until the memory is gone. */
 	xa_store_irq(&dev->cq_table.objs, cq->cqn, NULL, GFP_KERNEL);
-	cq_put(cq);
-	wait_event(cq->wait, !refcount_read(&cq->refs));
+	mthca_dp_life_end(&cq->life);
 
 	mthca_dp_buf_free(dev, &cq->buf);
 	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);

@@ -103,6 +103,41 @@ struct mthca_mcg_table {
 };
 
 /**
+ * struct mthca_dp_life - lifetime of an object the EQ handler can look up
+ * @refs: one for the number table, one per event handler in flight
+ * @gone: destroy waits here for @refs to reach zero
+ */
+struct mthca_dp_life {
+	refcount_t		refs;
+	wait_queue_head_t	gone;
+};
+
+static inline void mthca_dp_life_init(struct mthca_dp_life *life)
+{
+	refcount_set(&life->refs, 1);
+	init_waitqueue_head(&life->gone);
+}
+
+static inline void mthca_dp_life_put(struct mthca_dp_life *life)
+{
+	if (refcount_dec_and_test(&life->refs))
+		wake_up(&life->gone);
+}
+
+/* Drop the table's reference and wait until no event handler holds one. */
+static inline void mthca_dp_life_end(struct mthca_dp_life *life)
+{
+	mthca_dp_life_put(life);
+	wait_event(life->gone, !refcount_read(&life->refs));
+}
+
+void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset);
+
+/* Look up number @num of @xa and pin the object, of @type; NULL if none. */
+#define mthca_dp_find(xa, num, type) \
+	((type *)mthca_dp_find_pinned(xa, num, offsetof(type, life)))
+
+/**
  * struct mthca_cq - a completion queue
  * @ibcq: the core's view; ibcq.cqe is the usable depth, nent - 1
  * @lock: spinlock, interrupts off; guards @cons_index, the CQE ring and
@@ -117,8 +152,7 @@ struct mthca_mcg_table {
  * @arm_db: the arm record
  * @arm_sn: arm sequence number, bumped at each completion event (only its
  *	low two bits reach the HCA); READ_ONCE/WRITE_ONCE
- * @refs: one for the table, one per event handler in flight
- * @wait: destroy waits here for @refs to reach zero
+ * @life: pins the object while an event handler uses it
  */
 struct mthca_cq {
 	struct ib_cq		ibcq;
@@ -132,8 +166,7 @@ struct mthca_cq {
 	int			arm_db_index;
 	__be32			*arm_db;
 	u32			arm_sn;
-	refcount_t		refs;
-	wait_queue_head_t	wait;
+	struct mthca_dp_life	life;
 };
 
 /**
@@ -189,8 +222,7 @@ struct mthca_wq {
  * @qkey: Q_Key of a special QP (the MLX header needs it)
  * @pkey_index: P_Key index of a special QP
  * @send_psn: next PSN of a special QP's MLX sends; under @sq.lock
- * @refs: one for the table, one per event handler in flight
- * @wait: destroy waits here for @refs to reach zero
+ * @life: pins the object while an event handler uses it
  */
 struct mthca_qp {
 	struct ib_qp		ibqp;
@@ -210,8 +242,7 @@ struct mthca_qp {
 	u32			qkey;
 	u16			pkey_index;
 	u32			send_psn;
-	refcount_t		refs;
-	wait_queue_head_t	wait;
+	struct mthca_dp_life	life;
 };
 
 /**
@@ -231,8 +262,7 @@ struct mthca_qp {
  * @wrid: work request id of each WQE
  * @db_index: doorbell record index
  * @db: the doorbell record
- * @refs: one for the table, one per event handler in flight
- * @wait: destroy waits here for @refs to reach zero
+ * @life: pins the object while an event handler uses it
  */
 struct mthca_srq {
 	struct ib_srq		ibsrq;
@@ -249,8 +279,7 @@ struct mthca_srq {
 	u64			*wrid;
 	int			db_index;
 	__be32			*db;
-	refcount_t		refs;
-	wait_queue_head_t	wait;
+	struct mthca_dp_life	life;
 };
 
 /**

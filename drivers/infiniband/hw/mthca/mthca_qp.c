@@ -227,26 +227,6 @@ static void qp_link_rings(struct mthca_qp *qp)
 		qp->rq.last = rq_wqe(qp, qp->rq.max - 1);
 }
 
-static struct mthca_qp *qp_get(struct mthca_dev *dev, u32 qpn)
-{
-	struct xarray *xa = &dev->qp_table.objs;
-	struct mthca_qp *qp;
-	unsigned long flags;
-
-	xa_lock_irqsave(xa, flags);
-	qp = xa_load(xa, qpn & 0xffffff);
-	if (qp)
-		refcount_inc(&qp->refs);
-	xa_unlock_irqrestore(xa, flags);
-	return qp;
-}
-
-static void qp_put(struct mthca_qp *qp)
-{
-	if (refcount_dec_and_test(&qp->refs))
-		wake_up(&qp->wait);
-}
-
 /**
  * mthca_qp_event() - an asynchronous event on a QP arrived
  * @dev: the device
@@ -257,7 +237,8 @@ static void qp_put(struct mthca_qp *qp)
  */
 void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type)
 {
-	struct mthca_qp *qp = qp_get(dev, qpn);
+	struct mthca_qp *qp = mthca_dp_find(&dev->qp_table.objs, qpn,
+					     struct mthca_qp);
 	struct ib_event ev;
 
 	if (!qp) {
@@ -272,7 +253,7 @@ void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type)
 		ev.element.qp = &qp->ibqp;
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
-	qp_put(qp);
+	mthca_dp_life_put(&qp->life);
 }
 
 /* Size the queues of @qp for @cap; fills max, max_gs and the strides. */
@@ -457,8 +438,7 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 	mutex_init(&qp->mutex);
 	spin_lock_init(&qp->sq.lock);
 	spin_lock_init(&qp->rq.lock);
-	refcount_set(&qp->refs, 1);
-	init_waitqueue_head(&qp->wait);
+	mthca_dp_life_init(&qp->life);
 	qp->state = IB_QPS_RESET;
 	qp->sq_policy = init->sq_sig_type;
 
@@ -546,8 +526,7 @@ static int mthca_dp_destroy_qp(struct ib_qp *ibqp)
 			  ibqp->srq ? to_msrq(ibqp->srq) : NULL);
 	if (scq != rcq)
 		mthca_dp_cq_clean(scq, qp->qpn, NULL);
-	qp_put(qp);
-	wait_event(qp->wait, !refcount_read(&qp->refs));
+	mthca_dp_life_end(&qp->life);
 
 	qp_free_resources(dev, qp);
 	xa_erase_irq(&dev->qp_table.objs, qp->qpn);

@@ -42,26 +42,6 @@ static int *srq_link(void *wqe)
 	return (int *)&((struct mthca_next_seg *)wqe)->imm;
 }
 
-static struct mthca_srq *srq_get(struct mthca_dev *dev, u32 srqn)
-{
-	struct xarray *xa = &dev->srq_table.objs;
-	struct mthca_srq *srq;
-	unsigned long flags;
-
-	xa_lock_irqsave(xa, flags);
-	srq = xa_load(xa, srqn & 0xffffff);
-	if (srq)
-		refcount_inc(&srq->refs);
-	xa_unlock_irqrestore(xa, flags);
-	return srq;
-}
-
-static void srq_put(struct mthca_srq *srq)
-{
-	if (refcount_dec_and_test(&srq->refs))
-		wake_up(&srq->wait);
-}
-
 /**
  * mthca_srq_event() - an asynchronous event on an SRQ arrived
  * @dev: the device
@@ -73,7 +53,8 @@ static void srq_put(struct mthca_srq *srq)
  */
 void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type)
 {
-	struct mthca_srq *srq = srq_get(dev, srqn);
+	struct mthca_srq *srq = mthca_dp_find(&dev->srq_table.objs, srqn,
+					       struct mthca_srq);
 	struct ib_event ev;
 
 	if (!srq) {
@@ -88,7 +69,7 @@ void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type)
 		ev.element.srq = &srq->ibsrq;
 		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 	}
-	srq_put(srq);
+	mthca_dp_life_put(&srq->life);
 }
 
 /**
@@ -157,8 +138,7 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	srq->wqe_shift = mthca_wqe_shift(mthca_rq_wqe_bytes(srq->max_gs));
 	spin_lock_init(&srq->lock);
 	mutex_init(&srq->mutex);
-	refcount_set(&srq->refs, 1);
-	init_waitqueue_head(&srq->wait);
+	mthca_dp_life_init(&srq->life);
 
 	err = xa_alloc_irq(&tab->objs, &srqn, NULL,
 			   XA_LIMIT(dev->limits.reserved_srqs,
@@ -338,8 +318,7 @@ int mthca_dp_destroy_srq(struct ib_srq *ibsrq)
 			 srq->srqn, err);
 
 	xa_store_irq(&dev->srq_table.objs, srq->srqn, NULL, GFP_KERNEL);
-	srq_put(srq);
-	wait_event(srq->wait, !refcount_read(&srq->refs));
+	mthca_dp_life_end(&srq->life);
 
 	mthca_dp_buf_free(dev, &srq->buf);
 	kfree(srq->wrid);
