@@ -177,7 +177,8 @@ static void sa_refresh_sm_ah(struct work_struct *work)
 		return;
 	}
 
-	if (attr.state != IB_PORT_ACTIVE) {
+	/* No SM to talk to until the port is ACTIVE and knows the SM's LID. */
+	if (attr.state != IB_PORT_ACTIVE || !attr.sm_lid) {
 		sa_swap_sm_ah(port, NULL);
 		return;
 	}
