@@ -292,14 +292,14 @@ void mthca_cmd_event(struct mthca_dev *dev, u16 token, u8 status,
 	struct mthca_cmd_waiter *w;
 	unsigned long flags;
 
-	if (!cs->waiters)
-		return;
-	w = &cs->waiters[token & cs->token_mask];
 	spin_lock_irqsave(&cs->wait_lock, flags);
-	if (w->token == token) {
-		w->status = status;
-		w->imm = out_param;
-		complete(&w->done);
+	if (cs->waiters) {
+		w = &cs->waiters[token & cs->token_mask];
+		if (w->token == token) {
+			w->status = status;
+			w->imm = out_param;
+			complete(&w->done);
+		}
 	}
 	spin_unlock_irqrestore(&cs->wait_lock, flags);
 }
@@ -385,15 +385,21 @@ int mthca_cmd_use_events(struct mthca_dev *dev)
 void mthca_cmd_use_polling(struct mthca_dev *dev)
 {
 	struct mthca_cmd_state *cs = &dev->cmd;
+	struct mthca_cmd_waiter *w;
 	int i;
 
 	if (!cs->use_events)
 		return;
+
 	for (i = 0; i < cs->max_cmds; i++)
 		down(&cs->event_sem);
 	WRITE_ONCE(cs->use_events, false);
-	kfree(cs->waiters);
+	/* A late completion of a timed-out command finds no waiters. */
+	spin_lock_irq(&cs->wait_lock);
+	w = cs->waiters;
 	cs->waiters = NULL;
+	spin_unlock_irq(&cs->wait_lock);
+	kfree(w);
 	up(&cs->poll_sem);
 }
 
