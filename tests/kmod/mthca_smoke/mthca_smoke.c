@@ -11,7 +11,8 @@
  *
  * Not part of make check (ib_selftest covers the two-guest data path);
  * it adds what ib_selftest does not: atomics, an error completion, SRQ,
- * query/illegal modify, multicast attach/detach through an AMGM chain.
+ * query/illegal modify, multicast attach/detach through an AMGM chain,
+ * resize_cq with completions pending.
  * Build and run it by hand:
  *
  *   make modules
@@ -291,6 +292,74 @@ static void mc_test(struct smoke *s, struct ib_qp *ud)
 		ib_destroy_ah(ah[i]);
 }
 
+/* Resize a CQ while it holds completions; none may be lost or reordered. */
+static void resize_test(struct smoke *s)
+{
+	struct ib_cq *small = ib_create_cq(s->dev, NULL, NULL, NULL, 7);
+	struct ib_cq *keep = s->cq;
+	struct ib_sge sg = { .addr = s->dma, .length = 64, .lkey = s->mr->lkey };
+	struct ib_send_wr sw = { .sg_list = &sg, .num_sge = 1,
+				 .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED };
+	struct ib_recv_wr rw = { .sg_list = &sg, .num_sge = 1 }, *brw;
+	struct ib_send_wr *bsw;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	int i, ret, got = 0, sends = 0, recvs = 0, order_ok = 1;
+	u64 next_send = 200, next_recv = 300;
+
+	say(s, !IS_ERR(small) && small->cqe == 7, "create 7-entry CQ",
+	    IS_ERR(small) ? PTR_ERR(small) : small->cqe);
+	if (IS_ERR(small))
+		return;
+	s->cq = small;
+	qp = mkqp(s, IB_QPT_RC, NULL);
+	s->cq = keep;
+	if (IS_ERR(qp)) {
+		say(s, false, "create RC on the small CQ", PTR_ERR(qp));
+		goto out_cq;
+	}
+	to_rts(qp, IB_QPT_RC, qp->qp_num, false);
+	for (i = 0; i < 6; i++) {
+		rw.wr_id = 300 + i;
+		ib_post_recv(qp, &rw, &brw);
+	}
+	for (i = 0; i < 3; i++) {
+		sw.wr_id = 200 + i;
+		ib_post_send(qp, &sw, &bsw);
+	}
+	msleep(50);
+	ret = ib_resize_cq(small, 100);
+	say(s, !ret && small->cqe == 127, "resize 7 -> 100 with 6 CQEs pending",
+	    ret ? ret : small->cqe);
+	for (i = 3; i < 6; i++) {
+		sw.wr_id = 200 + i;
+		ib_post_send(qp, &sw, &bsw);
+	}
+	for (i = 0; i < 2000 && got < 12; i++) {
+		if (!ib_poll_cq(small, 1, &wc)) {
+			usleep_range(1000, 2000);
+			continue;
+		}
+		got++;
+		if (wc.status != IB_WC_SUCCESS)
+			order_ok = 0;
+		if (wc.opcode & IB_WC_RECV) {
+			order_ok &= wc.wr_id == next_recv++;
+			recvs++;
+		} else {
+			order_ok &= wc.wr_id == next_send++;
+			sends++;
+		}
+	}
+	say(s, got == 12 && sends == 6 && recvs == 6 && order_ok,
+	    "all 12 completions across the resize, in order", got);
+	ret = ib_resize_cq(small, 0);
+	say(s, ret == -EINVAL && small->cqe == 127, "resize to 0 refused", ret);
+	ib_destroy_qp(qp);
+out_cq:
+	ib_destroy_cq(small);
+}
+
 static void run(struct smoke *s)
 {
 	u8 *b = s->buf;
@@ -504,6 +573,7 @@ static void run(struct smoke *s)
 		ib_destroy_qp(srqp);
 	}
 	ib_destroy_srq(srq);
+	resize_test(s);
 out_qp0:
 	if (!IS_ERR(qp0))
 		ib_destroy_qp(qp0);

@@ -45,12 +45,17 @@ static struct mthca_cqe *cq_entry(struct mthca_cq *cq, u32 n)
 	return cq->buf.cpu + (n & (cq->nent - 1)) * MTHCA_CQE_BYTES;
 }
 
-/* The next CQE if software owns it, else NULL. */
-static struct mthca_cqe *cq_next_sw(struct mthca_cq *cq)
+/* CQE @n if software owns it, else NULL. */
+static struct mthca_cqe *cq_next_sw_at(struct mthca_cq *cq, u32 n)
 {
-	struct mthca_cqe *cqe = cq_entry(cq, cq->cons_index);
+	struct mthca_cqe *cqe = cq_entry(cq, n);
 
 	return *mthca_cqe_owner(cqe) & MTHCA_CQE_OWNER_HW ? NULL : cqe;
+}
+
+static struct mthca_cqe *cq_next_sw(struct mthca_cq *cq)
+{
+	return cq_next_sw_at(cq, cq->cons_index);
 }
 
 static void cq_publish_ci(struct mthca_cq *cq)
@@ -455,6 +460,7 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	cq->ibcq.cqe = cq->nent - 1;
 	cq->arm_sn = 1;
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_mutex);
 	mthca_dp_life_init(&cq->life);
 
 	err = xa_alloc_irq(&tab->objs, &cqn, NULL,
@@ -577,6 +583,91 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 	xa_erase_irq(&dev->cq_table.objs, cq->cqn);
 	kfree(cq);
 	return 0;
+}
+
+/*
+ * RESIZE_CQ (op_mod 1): a 64-byte mailbox with the new log2 size in byte
+ * 0x0c and the new ring's lkey at 0x1c; the ring starts at iova 0.
+ */
+static int cq_resize_cmd(struct mthca_dev *dev, u32 cqn, u32 lkey, u8 log)
+{
+	struct mthca_mailbox *box;
+	u8 *in;
+	int err;
+
+	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
+	if (IS_ERR(box))
+		return PTR_ERR(box);
+	in = box->buf;
+	memset(in, 0, 64);
+	in[0x0c] = log;
+	*(__be32 *)(in + 0x1c) = cpu_to_be32(lkey);
+	err = mthca_cmd_exec(dev, box->dma, 0, NULL, cqn, 1,
+			     MTHCA_CMD_RESIZE_CQ, MTHCA_CMD_TIMEOUT_MS);
+	mthca_mailbox_free(dev, box);
+	return err;
+}
+
+/**
+ * mthca_dp_resize_cq() - change the number of entries of a CQ
+ * @ibcq: the CQ
+ * @entries: completions the CQ must hold at least
+ *
+ * The HCA moves to a new ring with RESIZE_CQ and keeps its free-running
+ * producer index, so the CQEs not polled yet are copied to the same
+ * indexes of the new ring before pollers switch to it.  Sleeps.
+ *
+ * Return: 0, -EINVAL for a bad size, or an errno of the allocation or the
+ * firmware (which refuses a ring too small for the CQEs outstanding).
+ */
+int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
+{
+	struct mthca_dev *dev = to_mdev(ibcq->device);
+	struct mthca_cq *cq = to_mcq(ibcq);
+	struct mthca_dp_buf ring, old;
+	u32 nent, i, n;
+	int err;
+
+	if (entries < 1 || entries > dev->limits.max_cqes)
+		return -EINVAL;
+	nent = roundup_pow_of_two(entries + 1);
+
+	mutex_lock(&cq->resize_mutex);
+	if (nent == cq->nent) {
+		err = 0;
+		goto out;
+	}
+	err = mthca_dp_buf_alloc(dev, nent * MTHCA_CQE_BYTES,
+				 dev->driver_pd.pdn, true, &ring);
+	if (err)
+		goto out;
+	for (i = 0; i < nent; i++)
+		*mthca_cqe_owner(ring.cpu + i * MTHCA_CQE_BYTES) =
+			MTHCA_CQE_OWNER_HW;
+
+	err = cq_resize_cmd(dev, cq->cqn, ring.lkey, ilog2(nent));
+	if (err) {
+		mthca_dp_buf_free(dev, &ring);
+		goto out;
+	}
+
+	spin_lock_irq(&cq->lock);
+	for (n = 0, i = cq->cons_index; n < cq->nent; n++, i++) {
+		if (!cq_next_sw_at(cq, i))
+			break;
+		memcpy(ring.cpu + (i & (nent - 1)) * MTHCA_CQE_BYTES,
+		       cq_entry(cq, i), MTHCA_CQE_BYTES);
+	}
+	old = cq->buf;
+	cq->buf = ring;
+	cq->nent = nent;
+	cq->ibcq.cqe = nent - 1;
+	spin_unlock_irq(&cq->lock);
+
+	mthca_dp_buf_free(dev, &old);
+out:
+	mutex_unlock(&cq->resize_mutex);
+	return err;
 }
 
 /**

@@ -140,8 +140,10 @@ void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset);
 /**
  * struct mthca_cq - a completion queue
  * @ibcq: the core's view; ibcq.cqe is the usable depth, nent - 1
- * @lock: spinlock, interrupts off; guards @cons_index, the CQE ring and
- *	the tails of the work queues that complete here
+ * @lock: spinlock, interrupts off; guards @cons_index, the CQE ring
+ *	(@buf, @nent, ibcq.cqe) and the tails of the work queues that
+ *	complete here
+ * @resize_mutex: serialises resize_cq calls (which sleep)
  * @cqn: the CQ number
  * @nent: entries in the ring (a power of two)
  * @cons_index: CQEs consumed so far (free-running)
@@ -157,6 +159,7 @@ void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset);
 struct mthca_cq {
 	struct ib_cq		ibcq;
 	spinlock_t		lock;	/* see the kernel-doc above */
+	struct mutex		resize_mutex;	/* see the kernel-doc above */
 	u32			cqn;
 	u32			nent;
 	u32			cons_index;
@@ -343,6 +346,7 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 				 struct ib_udata *udata);
 int mthca_dp_destroy_cq(struct ib_cq *ibcq);
 int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc);
+int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries);
 int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how);
 void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq);
 

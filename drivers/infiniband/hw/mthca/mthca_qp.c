@@ -1372,6 +1372,7 @@ void mthca_dp_init_verbs(struct ib_device *ibdev)
 {
 	ibdev->create_cq = mthca_dp_create_cq;
 	ibdev->destroy_cq = mthca_dp_destroy_cq;
+	ibdev->resize_cq = mthca_dp_resize_cq;
 	ibdev->poll_cq = mthca_dp_poll_cq;
 	ibdev->req_notify_cq = mthca_dp_arm_cq;
 	ibdev->create_qp = mthca_dp_create_qp;
