@@ -1169,8 +1169,12 @@ static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
+		/* no inline data (max_inline_data is 0): its sg_list holds
+		 * CPU addresses, which must not reach the HCA
+		 */
 		if (unlikely(wr->opcode >= ARRAY_SIZE(mthca_wr_op) ||
-			     wr->num_sge > qp->sq.max_gs)) {
+			     wr->num_sge > qp->sq.max_gs ||
+			     (wr->send_flags & IB_SEND_INLINE))) {
 			err = -EINVAL;
 			break;
 		}
