@@ -12,7 +12,7 @@
  * Not part of make check (ib_selftest covers the two-guest data path);
  * it adds what ib_selftest does not: atomics, an error completion, SRQ,
  * query/illegal modify, multicast attach/detach through an AMGM chain,
- * resize_cq with completions pending.
+ * resize_cq with completions pending, an inline send.
  * Build and run it by hand:
  *
  *   make modules
@@ -360,6 +360,58 @@ out_cq:
 	ib_destroy_cq(small);
 }
 
+/* An inline RC send: the data is copied into the WQE from CPU addresses. */
+static void inline_test(struct smoke *s)
+{
+	struct ib_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 100 },
+		.sq_sig_type = IB_SIGNAL_ALL_WR, .qp_type = IB_QPT_RC,
+	};
+	u8 *b = s->buf;
+	struct ib_sge in[2] = {
+		{ .addr = (uintptr_t)b, .length = 60 },
+		{ .addr = (uintptr_t)(b + 200), .length = 37 },
+	};
+	struct ib_sge rs = { .addr = s->dma + 4096, .length = 256,
+			     .lkey = s->mr->lkey };
+	struct ib_send_wr sw = { .wr_id = 41, .sg_list = in, .num_sge = 2,
+				 .opcode = IB_WR_SEND,
+				 .send_flags = IB_SEND_INLINE | IB_SEND_SIGNALED };
+	struct ib_recv_wr rw = { .wr_id = 42, .sg_list = &rs, .num_sge = 1 };
+	struct ib_recv_wr *brw;
+	struct ib_send_wr *bsw;
+	struct ib_qp *qp;
+	struct ib_wc wc;
+	int i, ret, ok = 0;
+
+	qp = ib_create_qp(s->pd, &ia);
+	say(s, !IS_ERR(qp) && ia.cap.max_inline_data >= 100,
+	    "create RC with 100 bytes inline", IS_ERR(qp) ? PTR_ERR(qp) :
+	    ia.cap.max_inline_data);
+	if (IS_ERR(qp))
+		return;
+	to_rts(qp, IB_QPT_RC, qp->qp_num, false);
+	memset(b + 4096, 0, 256);
+	ib_post_recv(qp, &rw, &brw);
+	ret = ib_post_send(qp, &sw, &bsw);
+	say(s, !ret, "post inline send", ret);
+	for (i = 0; i < 2; i++) {
+		ret = poll_one(s, &wc);
+		if (ret == 1 && wc.status == IB_WC_SUCCESS &&
+		    (wc.wr_id == 41 || (wc.wr_id == 42 && wc.byte_len == 97)))
+			ok++;
+	}
+	say(s, ok == 2, "inline send completions", ok);
+	say(s, !memcmp(b + 4096, b, 60) && !memcmp(b + 4096 + 60, b + 200, 37),
+	    "inline data", 0);
+	in[1].length = 200;
+	ret = ib_post_send(qp, &sw, &bsw);
+	say(s, ret == -EINVAL, "too much inline data refused", ret);
+	ib_destroy_qp(qp);
+}
+
 static void run(struct smoke *s)
 {
 	u8 *b = s->buf;
@@ -574,6 +626,7 @@ static void run(struct smoke *s)
 	}
 	ib_destroy_srq(srq);
 	resize_test(s);
+	inline_test(s);
 out_qp0:
 	if (!IS_ERR(qp0))
 		ib_destroy_qp(qp0);

@@ -217,6 +217,7 @@ struct mthca_wq {
  * @buf: WQE buffer: receive queue, send queue, then (special QPs) one
  *	MLX header slot per send WQE
  * @hdr_offset: where the header slots start in @buf
+ * @max_inline: bytes of inline data a send WQE takes (0: none)
  * @wrid: work request ids, receive queue entries first
  * @sq_policy: IB_SIGNAL_ALL_WR or IB_SIGNAL_REQ_WR
  * @port: port of the QP (1-based), 0 until set
@@ -237,6 +238,7 @@ struct mthca_qp {
 	struct mthca_wq		rq;
 	struct mthca_dp_buf	buf;
 	u32			hdr_offset;
+	u32			max_inline;
 	u64			*wrid;
 	enum ib_sig_type	sq_policy;
 	u8			port;

@@ -261,19 +261,23 @@ static int qp_size_queues(struct mthca_dev *dev, struct mthca_qp *qp,
 			  struct ib_qp_cap *cap, bool has_srq)
 {
 	const struct mthca_limits *lim = &dev->limits;
-	unsigned int bytes;
+	unsigned int bytes, send_sge;
 
 	if (cap->max_send_wr > lim->max_wqes ||
 	    cap->max_recv_wr > lim->max_wqes ||
 	    cap->max_send_sge > lim->max_sg ||
 	    cap->max_recv_sge > lim->max_sg)
 		return -EINVAL;
-	/* Kernel QPs do not take inline data (yet). */
-	if (cap->max_inline_data)
-		return -EINVAL;
 	/* MLX WQEs carry two more gather entries: header and ICRC. */
-	if (qp->kind == MTHCA_SQ_MLX && cap->max_send_sge + 2 > lim->max_sg)
+	if (qp->kind == MTHCA_SQ_MLX &&
+	    (cap->max_send_sge + 2 > lim->max_sg || cap->max_inline_data))
 		return -EINVAL;
+	/* Inline data takes the room of gather entries, after a 4-byte count. */
+	send_sge = max_t(unsigned int, cap->max_send_sge,
+			 DIV_ROUND_UP(cap->max_inline_data + 4,
+				      sizeof(struct mthca_data_seg)));
+	if (!cap->max_inline_data)
+		send_sge = cap->max_send_sge;
 
 	qp->sq.max = cap->max_send_wr ?
 		roundup_pow_of_two(cap->max_send_wr) : 0;
@@ -284,7 +288,7 @@ static int qp_size_queues(struct mthca_dev *dev, struct mthca_qp *qp,
 	if (bytes > lim->max_desc_sz)
 		return -EINVAL;
 	qp->rq.wqe_shift = mthca_wqe_shift(bytes);
-	bytes = mthca_sq_wqe_bytes(qp->kind, cap->max_send_sge);
+	bytes = mthca_sq_wqe_bytes(qp->kind, send_sge);
 	if (bytes > lim->max_desc_sz)
 		return -EINVAL;
 	qp->sq.wqe_shift = mthca_wqe_shift(bytes);
@@ -296,6 +300,9 @@ static int qp_size_queues(struct mthca_dev *dev, struct mthca_qp *qp,
 	bytes = min_t(unsigned int, lim->max_desc_sz, 1u << qp->sq.wqe_shift);
 	qp->sq.max_gs = min_t(unsigned int, lim->max_sg,
 			      mthca_sq_max_sge(qp->kind, bytes));
+	qp->max_inline = cap->max_inline_data ?
+		mthca_sq_max_sge(qp->kind, bytes) *
+		sizeof(struct mthca_data_seg) - 4 : 0;
 
 	qp->rq.offset = 0;
 	qp->sq.offset = mthca_sq_offset(qp->rq.max, qp->rq.wqe_shift,
@@ -469,7 +476,7 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 	init->cap.max_recv_wr = qp->rq.max;
 	init->cap.max_send_sge = qp->sq.max_gs;
 	init->cap.max_recv_sge = qp->rq.max_gs;
-	init->cap.max_inline_data = 0;
+	init->cap.max_inline_data = qp->max_inline;
 
 	xa_store_irq(xa, qpn, qp, GFP_KERNEL);
 	return &qp->ibqp;
@@ -1028,6 +1035,32 @@ out:
 	return err;
 }
 
+/*
+ * Copy the data of an IB_SEND_INLINE request into the WQE at @seg: a
+ * 4-byte count with MTHCA_INLINE_BIT, then the bytes (the sg_list holds
+ * CPU addresses).  Return: the bytes of WQE used (16-byte units), or
+ * -EINVAL when the QP was not created for that much inline data.
+ */
+static int qp_copy_inline(struct mthca_qp *qp, const struct ib_send_wr *wr,
+			  void *seg)
+{
+	u32 total = 0;
+	u8 *dst = seg + 4;
+	int i;
+
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (!qp->max_inline || total > qp->max_inline)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		dst += wr->sg_list[i].length;
+	}
+	*(__be32 *)seg = cpu_to_be32(MTHCA_INLINE_BIT | total);
+	return ALIGN(total + 4, sizeof(struct mthca_data_seg));
+}
+
 /* Would @nreq more WQEs overflow @wq?  Rechecks under the CQ lock. */
 static bool wq_full(struct mthca_wq *wq, u32 nreq, struct ib_cq *ibcq)
 {
@@ -1135,7 +1168,8 @@ static void qp_ring_send(struct mthca_dev *dev, struct mthca_qp *qp,
  * Never sleeps.
  *
  * Return: 0, -EINVAL for a QP not ready to send (RESET, INIT, RTR) or a
- * malformed request, -ENOMEM when the queue is full.  In SQE and ERR the
+ * malformed request (also more inline data than the QP was created
+ * for), -ENOMEM when the queue is full.  In SQE and ERR the
  * requests are accepted and complete in error (IBA C10-96).
  */
 static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
@@ -1149,7 +1183,7 @@ static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 	u32 nreq, ind, size;
 	void *wqe;
 	int err = 0;
-	int i;
+	int i, len;
 
 	spin_lock_irqsave(&qp->sq.lock, flags);
 	/* SQD, SQE and ERR take requests too (C10-96: ERR flushes them). */
@@ -1169,12 +1203,9 @@ static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		/* no inline data (max_inline_data is 0): its sg_list holds
-		 * CPU addresses, which must not reach the HCA
-		 */
 		if (unlikely(wr->opcode >= ARRAY_SIZE(mthca_wr_op) ||
-			     wr->num_sge > qp->sq.max_gs ||
-			     (wr->send_flags & IB_SEND_INLINE))) {
+			     (wr->num_sge > qp->sq.max_gs &&
+			      !(wr->send_flags & IB_SEND_INLINE)))) {
 			err = -EINVAL;
 			break;
 		}
@@ -1254,9 +1285,18 @@ static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 			break;
 		}
 
-		for (i = 0; i < wr->num_sge; i++) {
-			set_data_seg(wqe, wr->sg_list + i);
-			wqe += sizeof(struct mthca_data_seg);
+		if (wr->send_flags & IB_SEND_INLINE) {
+			len = qp_copy_inline(qp, wr, wqe);
+			if (len < 0) {
+				err = len;
+				goto out;
+			}
+			wqe += len;
+		} else {
+			for (i = 0; i < wr->num_sge; i++) {
+				set_data_seg(wqe, wr->sg_list + i);
+				wqe += sizeof(struct mthca_data_seg);
+			}
 		}
 		if (qp->kind == MTHCA_SQ_MLX) {
 			/* Room for the ICRC, which the HCA fills in. */
