@@ -189,22 +189,21 @@ void mthca_icm_table_put(struct mthca_dev *dev, struct mthca_icm_table *table,
 int mthca_icm_table_get_range(struct mthca_dev *dev,
 			      struct mthca_icm_table *table, u32 start, u32 end)
 {
-	u32 step = objs_per_chunk(table);
-	u32 obj;
+	u32 per = objs_per_chunk(table);
+	u32 c;
 	int ret;
 
-	for (obj = start; obj <= end; obj += step) {
-		ret = mthca_icm_table_get(dev, table, obj);
+	/* One reference per chunk the range touches. */
+	for (c = start / per; c <= end / per; c++) {
+		ret = mthca_icm_table_get(dev, table, c * per);
 		if (ret)
 			goto undo;
 	}
 	return 0;
 
 undo:
-	while (obj >= start + step) {
-		obj -= step;
-		mthca_icm_table_put(dev, table, obj);
-	}
+	while (c-- > start / per)
+		mthca_icm_table_put(dev, table, c * per);
 	return ret;
 }
 
@@ -218,11 +217,11 @@ undo:
 void mthca_icm_table_put_range(struct mthca_dev *dev,
 			       struct mthca_icm_table *table, u32 start, u32 end)
 {
-	u32 step = objs_per_chunk(table);
-	u32 obj;
+	u32 per = objs_per_chunk(table);
+	u32 c;
 
-	for (obj = start; obj <= end; obj += step)
-		mthca_icm_table_put(dev, table, obj);
+	for (c = start / per; c <= end / per; c++)
+		mthca_icm_table_put(dev, table, c * per);
 }
 
 /**
