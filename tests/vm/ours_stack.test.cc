@@ -602,7 +602,16 @@ class OursReload : public VmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartLab(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b"), "OursReload");
+		LabOptions o = MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b");
+		// A quarter of an hour of TCG on a shared host: the vCPU threads
+		// get starved for tens of seconds now and then (the guests log
+		// "clocksource: Long readout interval" for the same gaps), which
+		// the soft-lockup and RCU-stall detectors report ("BUG: soft
+		// lockup", "rcu_preempt kthread starved") in whatever ran. They
+		// measure the host here, not our code; lockdep-free 6.1 has no
+		// other detector these switch off.
+		o.extra_cmdline = "nosoftlockup rcupdate.rcu_cpu_stall_suppress=1";
+		StartLab(o, "OursReload");
 		if (lab_)
 			setup_error_ = BringUpWithSm(*lab_, "vm1");
 	}
@@ -675,11 +684,15 @@ TEST_F(OursReload, HundredCyclesUnderOpenSmLeaveNoLeak)
 	// The stack BringUpWithSm loaded goes first, then the warm-up.
 	ASSERT_TRUE(Ok(Run(g, "for m in ib_selftest ib_umad ib_sa ib_mthca ib_uverbs ib_mad ib_core; do "
 			      "  rmmod $m 2>/dev/null; done; ! grep '^ib_' /proc/modules")));
+	// IBSTACK_RELOAD_CYCLES (even, default 100) shortens the run by hand;
+	// the thresholds stay those of 100 cycles.
+	const char *env = std::getenv("IBSTACK_RELOAD_CYCLES");
+	const int half = (env ? std::max(2, std::atoi(env)) : 100) / 2;
 	ASSERT_EQ(Cycles(g, 1, 5), "");
 	MemSnap a = Snapshot(g);
-	ASSERT_EQ(Cycles(g, 6, 50), "");
+	ASSERT_EQ(Cycles(g, 6, half), "");
 	MemSnap b = Snapshot(g);
-	ASSERT_EQ(Cycles(g, 56, 50), "");
+	ASSERT_EQ(Cycles(g, 6 + half, half), "");
 	MemSnap c = Snapshot(g);
 	ASSERT_FALSE(a.slab_active.empty());
 	ASSERT_FALSE(a.meminfo.empty());
@@ -687,9 +700,11 @@ TEST_F(OursReload, HundredCyclesUnderOpenSmLeaveNoLeak)
 	// And the set still works: loaded once more, OpenSM brings it ACTIVE.
 	ASSERT_TRUE(Ok(Run(g, CycleLoad(g.stack()))));
 	// The emulated link stays up across the HCA's reset, so the SM does not
-	// notice the port by itself (real hardware bounces the link): a heavy
-	// sweep is asked for.
-	ASSERT_TRUE(Ok(Run(guest("vm1"), "kill -HUP $(pidof opensm)")));
+	// notice the port by itself; real hardware retrains the link, which is
+	// done here through the fabric.
+	ASSERT_EQ(lab_->fabric("link vm0:1 down").rfind("ok", 0), 0u);
+	std::this_thread::sleep_for(2s);
+	ASSERT_EQ(lab_->fabric("link vm0:1 up").rfind("ok", 0), 0u);
 	auto w = Run(g, "for i in $(seq 1 120); do grep -q ACTIVE " + kPort + "/state && exit 0; sleep 1; done; cat " +
 				kPort + "/state; exit 1",
 		     180s);
