@@ -32,9 +32,16 @@ help:
 
 # --- kernel modules --------------------------------------------------------
 # C=, W=, V= given on our command line reach Kbuild through MAKEFLAGS.
+# The built .ko files are also collected flat into $(BUILD)/modules, the
+# directory the VM tests of our stack hand to the lab (iblab --modules).
+MODULES_DIR = $(BUILD)/modules
+
 modules:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run .ci/deps"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	@rm -rf $(MODULES_DIR) && mkdir -p $(MODULES_DIR) && \
+	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ \; && \
+	  echo "modules: $$(ls $(MODULES_DIR) | tr '\n' ' ')-> $(MODULES_DIR)"
 
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
@@ -83,6 +90,8 @@ check:
 	$(MAKE) --no-print-directory check-tests; rc=$$?; \
 	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
 	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
+	echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="; \
+	sed 1d $(BUILD)/lab/mad_rate.txt 2>/dev/null || echo "not run"; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
 	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
@@ -99,6 +108,7 @@ check-kunit:
 # Unit tests (label unit), VM tests (label vm: they take a lock, so they run
 # one at a time beside the unit tests) and short benchmark runs (label bench).
 check-tests: cpp
+	@rm -f $(BUILD)/lab/mad_rate.txt
 	@set -o pipefail; cd $(BUILD) && \
 	ctest --output-on-failure -L 'unit|vm|bench' -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(BUILD)/ctest.log
 

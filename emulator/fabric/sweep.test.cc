@@ -49,7 +49,7 @@ struct MiniSm {
         if (port.rx.size() != before + 1)
             return std::nullopt;
         auto s = port.rx.back().mad();
-        Mad r;
+        Mad r{};  // zeroes past the end of a short reply
         std::copy(s.begin(), s.end(), r.begin());
         if (smp::kDrStatus.get(r) != 0)
             return std::nullopt;

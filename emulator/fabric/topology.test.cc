@@ -228,7 +228,7 @@ TEST(Topology, MutatedInputNeverCrashes)
             default: s.insert(at, 1, alphabet[rng() % (sizeof alphabet - 1)]); break;
             }
             if (s.empty())
-                s = "x";
+                s.push_back('x');
         }
         Topology t;
         std::string err;

@@ -23,8 +23,11 @@ int main(int argc, char** argv)
         return 2;
     }
     std::string line;
-    for (int i = 2; i < argc; ++i)
-        line += (i > 2 ? " " : "") + std::string(argv[i]);
+    for (int i = 2; i < argc; ++i) {
+        if (i > 2)
+            line += ' ';
+        line += argv[i];
+    }
     line += '\n';
 
     sockaddr_un sa{};

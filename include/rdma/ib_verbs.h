@@ -19,6 +19,7 @@
 #define IB_VERBS_H
 
 #include <linux/types.h>
+#include <linux/bits.h>
 #include <linux/device.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -58,33 +59,22 @@ union ib_gid {
 
 /* Node types, as in NodeInfo:NodeType (and sysfs node_type). */
 enum ib_node_type {
-	IB_NODE_CA = 1,
-	IB_NODE_SWITCH,
-	IB_NODE_ROUTER,
+	IB_NODE_CA = 1, IB_NODE_SWITCH, IB_NODE_ROUTER,
 };
 
 enum ib_device_cap_flags {
-	IB_DEVICE_RESIZE_MAX_WR		= 1,
-	IB_DEVICE_BAD_PKEY_CNTR		= (1 << 1),
-	IB_DEVICE_BAD_QKEY_CNTR		= (1 << 2),
-	IB_DEVICE_RAW_MULTI		= (1 << 3),
-	IB_DEVICE_AUTO_PATH_MIG		= (1 << 4),
-	IB_DEVICE_CHANGE_PHY_PORT	= (1 << 5),
-	IB_DEVICE_UD_AV_PORT_ENFORCE	= (1 << 6),
-	IB_DEVICE_CURR_QP_STATE_MOD	= (1 << 7),
-	IB_DEVICE_SHUTDOWN_PORT		= (1 << 8),
-	IB_DEVICE_INIT_TYPE		= (1 << 9),
-	IB_DEVICE_PORT_ACTIVE_EVENT	= (1 << 10),
-	IB_DEVICE_SYS_IMAGE_GUID	= (1 << 11),
-	IB_DEVICE_RC_RNR_NAK_GEN	= (1 << 12),
-	IB_DEVICE_SRQ_RESIZE		= (1 << 13),
-	IB_DEVICE_N_NOTIFY_CQ		= (1 << 14),
+	IB_DEVICE_RESIZE_MAX_WR = BIT(0), IB_DEVICE_BAD_PKEY_CNTR = BIT(1),
+	IB_DEVICE_BAD_QKEY_CNTR = BIT(2), IB_DEVICE_RAW_MULTI = BIT(3),
+	IB_DEVICE_AUTO_PATH_MIG = BIT(4), IB_DEVICE_CHANGE_PHY_PORT = BIT(5),
+	IB_DEVICE_UD_AV_PORT_ENFORCE = BIT(6),
+	IB_DEVICE_CURR_QP_STATE_MOD = BIT(7), IB_DEVICE_SHUTDOWN_PORT = BIT(8),
+	IB_DEVICE_INIT_TYPE = BIT(9), IB_DEVICE_PORT_ACTIVE_EVENT = BIT(10),
+	IB_DEVICE_SYS_IMAGE_GUID = BIT(11), IB_DEVICE_RC_RNR_NAK_GEN = BIT(12),
+	IB_DEVICE_SRQ_RESIZE = BIT(13), IB_DEVICE_N_NOTIFY_CQ = BIT(14),
 };
 
 enum ib_atomic_cap {
-	IB_ATOMIC_NONE,
-	IB_ATOMIC_HCA,
-	IB_ATOMIC_GLOB,
+	IB_ATOMIC_NONE, IB_ATOMIC_HCA, IB_ATOMIC_GLOB,
 };
 
 /**
@@ -94,51 +84,22 @@ enum ib_atomic_cap {
  */
 struct ib_device_attr {
 	u64			fw_ver;
-	__be64			node_guid;
-	__be64			sys_image_guid;
-	u64			max_mr_size;
-	u64			page_size_cap;
-	u32			vendor_id;
-	u32			vendor_part_id;
-	u32			hw_ver;
-	int			max_qp;
-	int			max_qp_wr;
-	int			device_cap_flags;
-	int			max_sge;
-	int			max_sge_rd;
-	int			max_cq;
-	int			max_cqe;
-	int			max_mr;
-	int			max_pd;
-	int			max_qp_rd_atom;
-	int			max_ee_rd_atom;
-	int			max_res_rd_atom;
-	int			max_qp_init_rd_atom;
-	int			max_ee_init_rd_atom;
+	__be64 node_guid, sys_image_guid;
+	u64 max_mr_size, page_size_cap;
+	u32 vendor_id, vendor_part_id, hw_ver;
+	int max_qp, max_qp_wr, device_cap_flags, max_sge, max_sge_rd, max_cq;
+	int max_cqe, max_mr, max_pd, max_qp_rd_atom, max_ee_rd_atom;
+	int max_res_rd_atom, max_qp_init_rd_atom, max_ee_init_rd_atom;
 	enum ib_atomic_cap	atomic_cap;
-	int			max_ee;
-	int			max_rdd;
-	int			max_mw;
-	int			max_raw_ipv6_qp;
-	int			max_raw_ethy_qp;
-	int			max_mcast_grp;
-	int			max_mcast_qp_attach;
-	int			max_total_mcast_qp_attach;
-	int			max_ah;
-	int			max_fmr;
-	int			max_map_per_fmr;
-	int			max_srq;
-	int			max_srq_wr;
-	int			max_srq_sge;
+	int max_ee, max_rdd, max_mw, max_raw_ipv6_qp, max_raw_ethy_qp;
+	int max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
+	int max_ah, max_fmr, max_map_per_fmr, max_srq, max_srq_wr, max_srq_sge;
 	u16			max_pkeys;
 	u8			local_ca_ack_delay;
 };
 
 enum ib_mtu {
-	IB_MTU_256  = 1,
-	IB_MTU_512  = 2,
-	IB_MTU_1024 = 3,
-	IB_MTU_2048 = 4,
+	IB_MTU_256 = 1, IB_MTU_512 = 2, IB_MTU_1024 = 3, IB_MTU_2048 = 4,
 	IB_MTU_4096 = 5,
 };
 
@@ -157,46 +118,29 @@ static inline int ib_mtu_enum_to_int(enum ib_mtu mtu)
 
 /* PortInfo:PortState. */
 enum ib_port_state {
-	IB_PORT_NOP		= 0,
-	IB_PORT_DOWN		= 1,
-	IB_PORT_INIT		= 2,
-	IB_PORT_ARMED		= 3,
-	IB_PORT_ACTIVE		= 4,
-	IB_PORT_ACTIVE_DEFER	= 5,
+	IB_PORT_NOP = 0, IB_PORT_DOWN = 1, IB_PORT_INIT = 2, IB_PORT_ARMED = 3,
+	IB_PORT_ACTIVE = 4, IB_PORT_ACTIVE_DEFER = 5,
 };
 
 /* PortInfo:CapabilityMask bits. */
 enum ib_port_cap_flags {
-	IB_PORT_SM				= 1 << 1,
-	IB_PORT_NOTICE_SUP			= 1 << 2,
-	IB_PORT_TRAP_SUP			= 1 << 3,
-	IB_PORT_OPT_IPD_SUP			= 1 << 4,
-	IB_PORT_AUTO_MIGR_SUP			= 1 << 5,
-	IB_PORT_SL_MAP_SUP			= 1 << 6,
-	IB_PORT_MKEY_NVRAM			= 1 << 7,
-	IB_PORT_PKEY_NVRAM			= 1 << 8,
-	IB_PORT_LED_INFO_SUP			= 1 << 9,
-	IB_PORT_SM_DISABLED			= 1 << 10,
-	IB_PORT_SYS_IMAGE_GUID_SUP		= 1 << 11,
-	IB_PORT_PKEY_SW_EXT_PORT_TRAP_SUP	= 1 << 12,
-	IB_PORT_CM_SUP				= 1 << 16,
-	IB_PORT_SNMP_TUNNEL_SUP			= 1 << 17,
-	IB_PORT_REINIT_SUP			= 1 << 18,
-	IB_PORT_DEVICE_MGMT_SUP			= 1 << 19,
-	IB_PORT_VENDOR_CLASS_SUP		= 1 << 20,
-	IB_PORT_DR_NOTICE_SUP			= 1 << 21,
-	IB_PORT_CAP_MASK_NOTICE_SUP		= 1 << 22,
-	IB_PORT_BOOT_MGMT_SUP			= 1 << 23,
-	IB_PORT_LINK_LATENCY_SUP		= 1 << 24,
-	IB_PORT_CLIENT_REG_SUP			= 1 << 25,
+	IB_PORT_SM = BIT(1), IB_PORT_NOTICE_SUP = BIT(2),
+	IB_PORT_TRAP_SUP = BIT(3), IB_PORT_OPT_IPD_SUP = BIT(4),
+	IB_PORT_AUTO_MIGR_SUP = BIT(5), IB_PORT_SL_MAP_SUP = BIT(6),
+	IB_PORT_MKEY_NVRAM = BIT(7), IB_PORT_PKEY_NVRAM = BIT(8),
+	IB_PORT_LED_INFO_SUP = BIT(9), IB_PORT_SM_DISABLED = BIT(10),
+	IB_PORT_SYS_IMAGE_GUID_SUP = BIT(11),
+	IB_PORT_PKEY_SW_EXT_PORT_TRAP_SUP = BIT(12), IB_PORT_CM_SUP = BIT(16),
+	IB_PORT_SNMP_TUNNEL_SUP = BIT(17), IB_PORT_REINIT_SUP = BIT(18),
+	IB_PORT_DEVICE_MGMT_SUP = BIT(19), IB_PORT_VENDOR_CLASS_SUP = BIT(20),
+	IB_PORT_DR_NOTICE_SUP = BIT(21), IB_PORT_CAP_MASK_NOTICE_SUP = BIT(22),
+	IB_PORT_BOOT_MGMT_SUP = BIT(23), IB_PORT_LINK_LATENCY_SUP = BIT(24),
+	IB_PORT_CLIENT_REG_SUP = BIT(25),
 };
 
 /* PortInfo:LinkWidthActive. */
 enum ib_port_width {
-	IB_WIDTH_1X	= 1,
-	IB_WIDTH_4X	= 2,
-	IB_WIDTH_8X	= 4,
-	IB_WIDTH_12X	= 8,
+	IB_WIDTH_1X = 1, IB_WIDTH_4X = 2, IB_WIDTH_8X = 4, IB_WIDTH_12X = 8,
 };
 
 /**
@@ -223,29 +167,17 @@ static inline int ib_width_enum_to_int(enum ib_port_width width)
  */
 struct ib_port_attr {
 	enum ib_port_state	state;
-	enum ib_mtu		max_mtu;
-	enum ib_mtu		active_mtu;
+	enum ib_mtu max_mtu, active_mtu;
 	int			gid_tbl_len;
-	u32			port_cap_flags;
-	u32			max_msg_sz;
-	u32			bad_pkey_cntr;
-	u32			qkey_viol_cntr;
-	u16			pkey_tbl_len;
-	u16			lid;
-	u16			sm_lid;
-	u8			lmc;
-	u8			max_vl_num;
-	u8			sm_sl;
-	u8			subnet_timeout;
-	u8			init_type_reply;
-	u8			active_width;
-	u8			active_speed;
-	u8			phys_state;
+	u32 port_cap_flags, max_msg_sz, bad_pkey_cntr, qkey_viol_cntr;
+	u16 pkey_tbl_len, lid, sm_lid;
+	u8 lmc, max_vl_num, sm_sl, subnet_timeout, init_type_reply;
+	u8 active_width, active_speed, phys_state;
 };
 
 enum ib_device_modify_flags {
-	IB_DEVICE_MODIFY_SYS_IMAGE_GUID	= 1 << 0,
-	IB_DEVICE_MODIFY_NODE_DESC	= 1 << 1,
+	IB_DEVICE_MODIFY_SYS_IMAGE_GUID = BIT(0),
+	IB_DEVICE_MODIFY_NODE_DESC = BIT(1),
 };
 
 struct ib_device_modify {
@@ -254,38 +186,24 @@ struct ib_device_modify {
 };
 
 enum ib_port_modify_flags {
-	IB_PORT_SHUTDOWN		= 1,
-	IB_PORT_INIT_TYPE		= (1 << 2),
-	IB_PORT_RESET_QKEY_CNTR		= (1 << 3),
+	IB_PORT_SHUTDOWN = BIT(0), IB_PORT_INIT_TYPE = BIT(2),
+	IB_PORT_RESET_QKEY_CNTR = BIT(3),
 };
 
 struct ib_port_modify {
-	u32	set_port_cap_mask;
-	u32	clr_port_cap_mask;
+	u32 set_port_cap_mask, clr_port_cap_mask;
 	u8	init_type;
 };
 
 /* Asynchronous events (IBA 11.6.3). */
 enum ib_event_type {
-	IB_EVENT_CQ_ERR,
-	IB_EVENT_QP_FATAL,
-	IB_EVENT_QP_REQ_ERR,
-	IB_EVENT_QP_ACCESS_ERR,
-	IB_EVENT_COMM_EST,
-	IB_EVENT_SQ_DRAINED,
-	IB_EVENT_PATH_MIG,
-	IB_EVENT_PATH_MIG_ERR,
-	IB_EVENT_DEVICE_FATAL,
-	IB_EVENT_PORT_ACTIVE,
-	IB_EVENT_PORT_ERR,
-	IB_EVENT_LID_CHANGE,
-	IB_EVENT_PKEY_CHANGE,
-	IB_EVENT_SM_CHANGE,
-	IB_EVENT_SRQ_ERR,
-	IB_EVENT_SRQ_LIMIT_REACHED,
-	IB_EVENT_QP_LAST_WQE_REACHED,
-	IB_EVENT_CLIENT_REREGISTER,
-	IB_EVENT_GID_CHANGE,
+	IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR,
+	IB_EVENT_QP_ACCESS_ERR, IB_EVENT_COMM_EST, IB_EVENT_SQ_DRAINED,
+	IB_EVENT_PATH_MIG, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL,
+	IB_EVENT_PORT_ACTIVE, IB_EVENT_PORT_ERR, IB_EVENT_LID_CHANGE,
+	IB_EVENT_PKEY_CHANGE, IB_EVENT_SM_CHANGE, IB_EVENT_SRQ_ERR,
+	IB_EVENT_SRQ_LIMIT_REACHED, IB_EVENT_QP_LAST_WQE_REACHED,
+	IB_EVENT_CLIENT_REREGISTER, IB_EVENT_GID_CHANGE,
 };
 
 /**
@@ -320,14 +238,14 @@ struct ib_udata;
  * @event: what happened
  */
 struct ib_event {
-	struct ib_device	*device;
+	enum ib_event_type event;
+	struct ib_device *device;
 	union {
-		struct ib_cq	*cq;
-		struct ib_qp	*qp;
-		struct ib_srq	*srq;
-		u8		port_num;
+		u8 port_num;
+		struct ib_cq *cq;
+		struct ib_srq *srq;
+		struct ib_qp *qp;
 	} element;
-	enum ib_event_type	event;
 };
 
 /**
@@ -339,33 +257,37 @@ struct ib_event {
  */
 struct ib_event_handler {
 	struct ib_device *device;
-	void		(*handler)(struct ib_event_handler *, struct ib_event *);
+	void		(*handler)(struct ib_event_handler *handler,
+				   struct ib_event *event);
 	struct list_head  list;
 };
 
+static inline void
+ib_init_event_handler(struct ib_event_handler *eh, struct ib_device *device,
+		      void (*handler)(struct ib_event_handler *handler,
+				      struct ib_event *event))
+{
+	eh->device = device;
+	eh->handler = handler;
+	INIT_LIST_HEAD(&eh->list);
+}
+
+/* Set up an event handler for ib_register_event_handler(). */
 #define INIT_IB_EVENT_HANDLER(_ptr, _device, _handler)		\
-	do {							\
-		(_ptr)->device  = _device;			\
-		(_ptr)->handler = _handler;			\
-		INIT_LIST_HEAD(&(_ptr)->list);			\
-	} while (0)
+	ib_init_event_handler(_ptr, _device, _handler)
 
 struct ib_global_route {
 	union ib_gid	dgid;
 	u32		flow_label;
-	u8		sgid_index;
-	u8		hop_limit;
-	u8		traffic_class;
+	u8 sgid_index, hop_limit, traffic_class;
 };
 
 /* The GRH as it sits in front of a received UD payload (IBA 8.3). */
 struct ib_grh {
 	__be32		version_tclass_flow;
 	__be16		paylen;
-	u8		next_hdr;
-	u8		hop_limit;
-	union ib_gid	sgid;
-	union ib_gid	dgid;
+	u8 next_hdr, hop_limit;
+	union ib_gid sgid, dgid;
 };
 
 enum {
@@ -373,56 +295,32 @@ enum {
 };
 
 enum ib_ah_flags {
-	IB_AH_GRH	= 1
+	IB_AH_GRH = 1,
 };
 
 /* IBA 9.11 static rate codes (PortInfo / path record encoding). */
 enum ib_rate {
-	IB_RATE_PORT_CURRENT = 0,
-	IB_RATE_2_5_GBPS = 2,
-	IB_RATE_5_GBPS   = 5,
-	IB_RATE_10_GBPS  = 3,
-	IB_RATE_20_GBPS  = 6,
-	IB_RATE_30_GBPS  = 4,
-	IB_RATE_40_GBPS  = 7,
-	IB_RATE_60_GBPS  = 8,
-	IB_RATE_80_GBPS  = 9,
+	IB_RATE_PORT_CURRENT = 0, IB_RATE_2_5_GBPS = 2, IB_RATE_5_GBPS = 5,
+	IB_RATE_10_GBPS = 3, IB_RATE_20_GBPS = 6, IB_RATE_30_GBPS = 4,
+	IB_RATE_40_GBPS = 7, IB_RATE_60_GBPS = 8, IB_RATE_80_GBPS = 9,
 	IB_RATE_120_GBPS = 10,
 };
 
 struct ib_ah_attr {
 	struct ib_global_route	grh;
 	u16			dlid;
-	u8			sl;
-	u8			src_path_bits;
-	u8			static_rate;
-	u8			ah_flags;
-	u8			port_num;
+	u8 sl, src_path_bits, static_rate, ah_flags, port_num;
 };
 
 enum ib_wc_status {
-	IB_WC_SUCCESS,
-	IB_WC_LOC_LEN_ERR,
-	IB_WC_LOC_QP_OP_ERR,
-	IB_WC_LOC_EEC_OP_ERR,
-	IB_WC_LOC_PROT_ERR,
-	IB_WC_WR_FLUSH_ERR,
-	IB_WC_MW_BIND_ERR,
-	IB_WC_BAD_RESP_ERR,
-	IB_WC_LOC_ACCESS_ERR,
-	IB_WC_REM_INV_REQ_ERR,
-	IB_WC_REM_ACCESS_ERR,
-	IB_WC_REM_OP_ERR,
-	IB_WC_RETRY_EXC_ERR,
-	IB_WC_RNR_RETRY_EXC_ERR,
-	IB_WC_LOC_RDD_VIOL_ERR,
-	IB_WC_REM_INV_RD_REQ_ERR,
-	IB_WC_REM_ABORT_ERR,
-	IB_WC_INV_EECN_ERR,
-	IB_WC_INV_EEC_STATE_ERR,
-	IB_WC_FATAL_ERR,
-	IB_WC_RESP_TIMEOUT_ERR,
-	IB_WC_GENERAL_ERR
+	IB_WC_SUCCESS, IB_WC_LOC_LEN_ERR, IB_WC_LOC_QP_OP_ERR,
+	IB_WC_LOC_EEC_OP_ERR, IB_WC_LOC_PROT_ERR, IB_WC_WR_FLUSH_ERR,
+	IB_WC_MW_BIND_ERR, IB_WC_BAD_RESP_ERR, IB_WC_LOC_ACCESS_ERR,
+	IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR,
+	IB_WC_RETRY_EXC_ERR, IB_WC_RNR_RETRY_EXC_ERR, IB_WC_LOC_RDD_VIOL_ERR,
+	IB_WC_REM_INV_RD_REQ_ERR, IB_WC_REM_ABORT_ERR, IB_WC_INV_EECN_ERR,
+	IB_WC_INV_EEC_STATE_ERR, IB_WC_FATAL_ERR, IB_WC_RESP_TIMEOUT_ERR,
+	IB_WC_GENERAL_ERR,
 };
 
 /**
@@ -449,8 +347,7 @@ enum ib_wc_opcode {
 };
 
 enum ib_wc_flags {
-	IB_WC_GRH		= 1,
-	IB_WC_WITH_IMM		= (1 << 1),
+	IB_WC_GRH = BIT(0), IB_WC_WITH_IMM = BIT(1),
 };
 
 /**
@@ -464,52 +361,39 @@ struct ib_wc {
 	u64			wr_id;
 	enum ib_wc_status	status;
 	enum ib_wc_opcode	opcode;
-	u32			vendor_err;
-	u32			byte_len;
+	u32 vendor_err, byte_len;
 	__be32			imm_data;
-	u32			qp_num;
-	u32			src_qp;
+	u32 qp_num, src_qp;
 	int			wc_flags;
-	u16			pkey_index;
-	u16			slid;
-	u8			sl;
-	u8			dlid_path_bits;
-	u8			port_num;
+	u16 pkey_index, slid;
+	u8 sl, dlid_path_bits, port_num;
 };
 
 enum ib_cq_notify {
-	IB_CQ_SOLICITED,
-	IB_CQ_NEXT_COMP,
+	IB_CQ_SOLICITED, IB_CQ_NEXT_COMP,
 };
 
 enum ib_srq_attr_mask {
-	IB_SRQ_MAX_WR	= 1 << 0,
-	IB_SRQ_LIMIT	= 1 << 1,
+	IB_SRQ_MAX_WR = BIT(0), IB_SRQ_LIMIT = BIT(1),
 };
 
 struct ib_srq_attr {
-	u32	max_wr;
-	u32	max_sge;
-	u32	srq_limit;
+	u32 max_wr, max_sge, srq_limit;
 };
 
 struct ib_srq_init_attr {
-	void		      (*event_handler)(struct ib_event *, void *);
+	void		      (*event_handler)(struct ib_event *event, void *context);
 	void		       *srq_context;
 	struct ib_srq_attr	attr;
 };
 
 struct ib_qp_cap {
-	u32	max_send_wr;
-	u32	max_recv_wr;
-	u32	max_send_sge;
-	u32	max_recv_sge;
-	u32	max_inline_data;
+	u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
+	u32 max_inline_data;
 };
 
 enum ib_sig_type {
-	IB_SIGNAL_ALL_WR,
-	IB_SIGNAL_REQ_WR
+	IB_SIGNAL_ALL_WR, IB_SIGNAL_REQ_WR,
 };
 
 enum ib_qp_type {
@@ -535,10 +419,9 @@ enum ib_qp_type {
  * more than requested.
  */
 struct ib_qp_init_attr {
-	void                  (*event_handler)(struct ib_event *, void *);
+	void                  (*event_handler)(struct ib_event *event, void *context);
 	void		       *qp_context;
-	struct ib_cq	       *send_cq;
-	struct ib_cq	       *recv_cq;
+	struct ib_cq *send_cq, *recv_cq;
 	struct ib_srq	       *srq;
 	struct ib_qp_cap	cap;
 	enum ib_sig_type	sq_sig_type;
@@ -548,106 +431,58 @@ struct ib_qp_init_attr {
 
 /* IBA 9.7.5.2.8 RNR NAK timer codes. */
 enum ib_rnr_timeout {
-	IB_RNR_TIMER_655_36 =  0,
-	IB_RNR_TIMER_000_01 =  1,
-	IB_RNR_TIMER_000_02 =  2,
-	IB_RNR_TIMER_000_03 =  3,
-	IB_RNR_TIMER_000_04 =  4,
-	IB_RNR_TIMER_000_06 =  5,
-	IB_RNR_TIMER_000_08 =  6,
-	IB_RNR_TIMER_000_12 =  7,
-	IB_RNR_TIMER_000_16 =  8,
-	IB_RNR_TIMER_000_24 =  9,
-	IB_RNR_TIMER_000_32 = 10,
-	IB_RNR_TIMER_000_48 = 11,
-	IB_RNR_TIMER_000_64 = 12,
-	IB_RNR_TIMER_000_96 = 13,
-	IB_RNR_TIMER_001_28 = 14,
-	IB_RNR_TIMER_001_92 = 15,
-	IB_RNR_TIMER_002_56 = 16,
-	IB_RNR_TIMER_003_84 = 17,
-	IB_RNR_TIMER_005_12 = 18,
-	IB_RNR_TIMER_007_68 = 19,
-	IB_RNR_TIMER_010_24 = 20,
-	IB_RNR_TIMER_015_36 = 21,
-	IB_RNR_TIMER_020_48 = 22,
-	IB_RNR_TIMER_030_72 = 23,
-	IB_RNR_TIMER_040_96 = 24,
-	IB_RNR_TIMER_061_44 = 25,
-	IB_RNR_TIMER_081_92 = 26,
-	IB_RNR_TIMER_122_88 = 27,
-	IB_RNR_TIMER_163_84 = 28,
-	IB_RNR_TIMER_245_76 = 29,
-	IB_RNR_TIMER_327_68 = 30,
-	IB_RNR_TIMER_491_52 = 31
+	IB_RNR_TIMER_655_36 = 0, IB_RNR_TIMER_000_01 = 1,
+	IB_RNR_TIMER_000_02 = 2, IB_RNR_TIMER_000_03 = 3,
+	IB_RNR_TIMER_000_04 = 4, IB_RNR_TIMER_000_06 = 5,
+	IB_RNR_TIMER_000_08 = 6, IB_RNR_TIMER_000_12 = 7,
+	IB_RNR_TIMER_000_16 = 8, IB_RNR_TIMER_000_24 = 9,
+	IB_RNR_TIMER_000_32 = 10, IB_RNR_TIMER_000_48 = 11,
+	IB_RNR_TIMER_000_64 = 12, IB_RNR_TIMER_000_96 = 13,
+	IB_RNR_TIMER_001_28 = 14, IB_RNR_TIMER_001_92 = 15,
+	IB_RNR_TIMER_002_56 = 16, IB_RNR_TIMER_003_84 = 17,
+	IB_RNR_TIMER_005_12 = 18, IB_RNR_TIMER_007_68 = 19,
+	IB_RNR_TIMER_010_24 = 20, IB_RNR_TIMER_015_36 = 21,
+	IB_RNR_TIMER_020_48 = 22, IB_RNR_TIMER_030_72 = 23,
+	IB_RNR_TIMER_040_96 = 24, IB_RNR_TIMER_061_44 = 25,
+	IB_RNR_TIMER_081_92 = 26, IB_RNR_TIMER_122_88 = 27,
+	IB_RNR_TIMER_163_84 = 28, IB_RNR_TIMER_245_76 = 29,
+	IB_RNR_TIMER_327_68 = 30, IB_RNR_TIMER_491_52 = 31,
 };
 
 enum ib_qp_attr_mask {
-	IB_QP_STATE			= 1,
-	IB_QP_CUR_STATE			= (1<<1),
-	IB_QP_EN_SQD_ASYNC_NOTIFY	= (1<<2),
-	IB_QP_ACCESS_FLAGS		= (1<<3),
-	IB_QP_PKEY_INDEX		= (1<<4),
-	IB_QP_PORT			= (1<<5),
-	IB_QP_QKEY			= (1<<6),
-	IB_QP_AV			= (1<<7),
-	IB_QP_PATH_MTU			= (1<<8),
-	IB_QP_TIMEOUT			= (1<<9),
-	IB_QP_RETRY_CNT			= (1<<10),
-	IB_QP_RNR_RETRY			= (1<<11),
-	IB_QP_RQ_PSN			= (1<<12),
-	IB_QP_MAX_QP_RD_ATOMIC		= (1<<13),
-	IB_QP_ALT_PATH			= (1<<14),
-	IB_QP_MIN_RNR_TIMER		= (1<<15),
-	IB_QP_SQ_PSN			= (1<<16),
-	IB_QP_MAX_DEST_RD_ATOMIC	= (1<<17),
-	IB_QP_PATH_MIG_STATE		= (1<<18),
-	IB_QP_CAP			= (1<<19),
-	IB_QP_DEST_QPN			= (1<<20)
+	IB_QP_STATE = BIT(0), IB_QP_CUR_STATE = BIT(1),
+	IB_QP_EN_SQD_ASYNC_NOTIFY = BIT(2), IB_QP_ACCESS_FLAGS = BIT(3),
+	IB_QP_PKEY_INDEX = BIT(4), IB_QP_PORT = BIT(5), IB_QP_QKEY = BIT(6),
+	IB_QP_AV = BIT(7), IB_QP_PATH_MTU = BIT(8), IB_QP_TIMEOUT = BIT(9),
+	IB_QP_RETRY_CNT = BIT(10), IB_QP_RNR_RETRY = BIT(11),
+	IB_QP_RQ_PSN = BIT(12), IB_QP_MAX_QP_RD_ATOMIC = BIT(13),
+	IB_QP_ALT_PATH = BIT(14), IB_QP_MIN_RNR_TIMER = BIT(15),
+	IB_QP_SQ_PSN = BIT(16), IB_QP_MAX_DEST_RD_ATOMIC = BIT(17),
+	IB_QP_PATH_MIG_STATE = BIT(18), IB_QP_CAP = BIT(19),
+	IB_QP_DEST_QPN = BIT(20),
 };
 
 enum ib_qp_state {
-	IB_QPS_RESET,
-	IB_QPS_INIT,
-	IB_QPS_RTR,
-	IB_QPS_RTS,
-	IB_QPS_SQD,
-	IB_QPS_SQE,
-	IB_QPS_ERR
+	IB_QPS_RESET, IB_QPS_INIT, IB_QPS_RTR, IB_QPS_RTS, IB_QPS_SQD,
+	IB_QPS_SQE, IB_QPS_ERR,
 };
 
 enum ib_mig_state {
-	IB_MIG_MIGRATED,
-	IB_MIG_REARM,
-	IB_MIG_ARMED
+	IB_MIG_MIGRATED, IB_MIG_REARM, IB_MIG_ARMED,
 };
 
 struct ib_qp_attr {
-	enum ib_qp_state	qp_state;
-	enum ib_qp_state	cur_qp_state;
+	enum ib_qp_state qp_state, cur_qp_state;
 	enum ib_mtu		path_mtu;
 	enum ib_mig_state	path_mig_state;
-	u32			qkey;
-	u32			rq_psn;
-	u32			sq_psn;
-	u32			dest_qp_num;
+	u32 qkey, rq_psn, sq_psn, dest_qp_num;
 	int			qp_access_flags;
 	struct ib_qp_cap	cap;
-	struct ib_ah_attr	ah_attr;
-	struct ib_ah_attr	alt_ah_attr;
-	u16			pkey_index;
-	u16			alt_pkey_index;
-	u8			en_sqd_async_notify;
-	u8			sq_draining;
-	u8			max_rd_atomic;
-	u8			max_dest_rd_atomic;
-	u8			min_rnr_timer;
-	u8			port_num;
-	u8			timeout;
-	u8			retry_cnt;
-	u8			rnr_retry;
-	u8			alt_port_num;
-	u8			alt_timeout;
+	struct ib_ah_attr ah_attr, alt_ah_attr;
+	u16 pkey_index, alt_pkey_index;
+	u8 en_sqd_async_notify, sq_draining, max_rd_atomic, max_dest_rd_atomic;
+	u8 min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry, alt_port_num;
+	u8 alt_timeout;
 };
 
 /**
@@ -667,26 +502,19 @@ bool ib_modify_qp_is_ok(enum ib_qp_state cur_state, enum ib_qp_state next_state,
 			enum ib_qp_type type, enum ib_qp_attr_mask mask);
 
 enum ib_wr_opcode {
-	IB_WR_RDMA_WRITE,
-	IB_WR_RDMA_WRITE_WITH_IMM,
-	IB_WR_SEND,
-	IB_WR_SEND_WITH_IMM,
-	IB_WR_RDMA_READ,
-	IB_WR_ATOMIC_CMP_AND_SWP,
-	IB_WR_ATOMIC_FETCH_AND_ADD
+	IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM, IB_WR_SEND,
+	IB_WR_SEND_WITH_IMM, IB_WR_RDMA_READ, IB_WR_ATOMIC_CMP_AND_SWP,
+	IB_WR_ATOMIC_FETCH_AND_ADD,
 };
 
 enum ib_send_flags {
-	IB_SEND_FENCE		= 1,
-	IB_SEND_SIGNALED	= (1<<1),
-	IB_SEND_SOLICITED	= (1<<2),
-	IB_SEND_INLINE		= (1<<3)
+	IB_SEND_FENCE = BIT(0), IB_SEND_SIGNALED = BIT(1),
+	IB_SEND_SOLICITED = BIT(2), IB_SEND_INLINE = BIT(3),
 };
 
 struct ib_sge {
 	u64	addr;
-	u32	length;
-	u32	lkey;
+	u32 length, lkey;
 };
 
 /**
@@ -732,26 +560,21 @@ struct ib_recv_wr {
 };
 
 enum ib_access_flags {
-	IB_ACCESS_LOCAL_WRITE	= 1,
-	IB_ACCESS_REMOTE_WRITE	= (1<<1),
-	IB_ACCESS_REMOTE_READ	= (1<<2),
-	IB_ACCESS_REMOTE_ATOMIC	= (1<<3),
-	IB_ACCESS_MW_BIND	= (1<<4)
+	IB_ACCESS_LOCAL_WRITE = BIT(0), IB_ACCESS_REMOTE_WRITE = BIT(1),
+	IB_ACCESS_REMOTE_READ = BIT(2), IB_ACCESS_REMOTE_ATOMIC = BIT(3),
+	IB_ACCESS_MW_BIND = BIT(4),
 };
 
 /* A physically contiguous piece of a region for ib_reg_phys_mr(). */
 struct ib_phys_buf {
-	u64	addr;
-	u64	size;
+	u64 addr, size;
 };
 
 struct ib_mr_attr {
 	struct ib_pd	*pd;
-	u64		device_virt_addr;
-	u64		size;
+	u64 device_virt_addr, size;
 	int		mr_access_flags;
-	u32		lkey;
-	u32		rkey;
+	u32 lkey, rkey;
 };
 
 /**
@@ -766,19 +589,13 @@ struct ib_mr_attr {
 struct ib_udata {
 	const void __user *inbuf;
 	void __user *outbuf;
-	size_t inlen;
-	size_t outlen;
+	size_t inlen, outlen;
 };
 
 /* A user-space process's context on a device (see ib_uverbs). */
 struct ib_ucontext {
 	struct ib_device       *device;
-	struct list_head	pd_list;
-	struct list_head	mr_list;
-	struct list_head	cq_list;
-	struct list_head	qp_list;
-	struct list_head	srq_list;
-	struct list_head	ah_list;
+	struct list_head pd_list, mr_list, cq_list, qp_list, srq_list, ah_list;
 };
 
 /* User-space handle of a kernel object (see ib_uverbs). */
@@ -807,7 +624,7 @@ struct ib_cq {
 	struct ib_device       *device;
 	struct ib_uobject      *uobject;
 	ib_comp_handler		comp_handler;
-	void                  (*event_handler)(struct ib_event *, void *);
+	void                  (*event_handler)(struct ib_event *event, void *context);
 	void		       *cq_context;
 	int			cqe;
 	atomic_t		usecnt; /* count number of work queues */
@@ -817,7 +634,7 @@ struct ib_srq {
 	struct ib_device       *device;
 	struct ib_pd	       *pd;
 	struct ib_uobject      *uobject;
-	void		      (*event_handler)(struct ib_event *, void *);
+	void		      (*event_handler)(struct ib_event *event, void *context);
 	void		       *srq_context;
 	atomic_t		usecnt;
 };
@@ -825,11 +642,10 @@ struct ib_srq {
 struct ib_qp {
 	struct ib_device       *device;
 	struct ib_pd	       *pd;
-	struct ib_cq	       *send_cq;
-	struct ib_cq	       *recv_cq;
+	struct ib_cq *send_cq, *recv_cq;
 	struct ib_srq	       *srq;
 	struct ib_uobject      *uobject;
-	void                  (*event_handler)(struct ib_event *, void *);
+	void                  (*event_handler)(struct ib_event *event, void *context);
 	void		       *qp_context;
 	u32			qp_num;
 	enum ib_qp_type		qp_type;
@@ -839,8 +655,7 @@ struct ib_mr {
 	struct ib_device  *device;
 	struct ib_pd	  *pd;
 	struct ib_uobject *uobject;
-	u32		   lkey;
-	u32		   rkey;
+	u32 lkey, rkey;
 	atomic_t	   usecnt; /* count number of MWs */
 };
 
@@ -851,10 +666,8 @@ struct ib_mr {
  * incoming MAD.
  */
 enum ib_mad_result {
-	IB_MAD_RESULT_FAILURE  = 0,
-	IB_MAD_RESULT_SUCCESS  = 1 << 0,
-	IB_MAD_RESULT_REPLY    = 1 << 1,
-	IB_MAD_RESULT_CONSUMED = 1 << 2
+	IB_MAD_RESULT_FAILURE = 0, IB_MAD_RESULT_SUCCESS = BIT(0),
+	IB_MAD_RESULT_REPLY = BIT(1), IB_MAD_RESULT_CONSUMED = BIT(2),
 };
 
 #define IB_DEVICE_NAME_MAX 64
@@ -881,12 +694,6 @@ struct ib_port;
 
 /**
  * struct ib_device - a registered InfiniBand device
- *
- * A driver allocates it with ib_alloc_device() (embedded at the start of
- * its own structure), fills in the identity fields and the function
- * pointers, and calls ib_register_device().  Optional methods may be NULL;
- * the core then returns -ENOSYS for the verb.
- *
  * @dma_device: the device DMA mappings are made for (the PCI function)
  * @name: "mthca%d" style name, resolved to a unique name at registration
  * @event_handler_list: consumers' event handlers, under @event_handler_lock
@@ -905,8 +712,18 @@ struct ib_port;
  * @uverbs_cmd_mask: the user verbs the driver implements
  * @owner: the driver's module, pinned while clients use the device
  * @dev: the device under /sys/class/infiniband
- * @port_data: the core's per-port sysfs state
+ * @driver_attr_group: optional; the driver's own files in the device's
+ *	sysfs directory (for an HCA: fw_ver, hca_type, hw_rev, board_id).
+ *	Its show methods get &ib_device.dev as their struct device.
+ * @sysfs_groups: the core's; the attribute groups of @dev
+ * @ports_kobj: the core's; the ports/ directory
+ * @port_data: the core's per-port sysfs state, indexed by port number
  * @reg_state: where in its life the device is
+ *
+ * A driver allocates it with ib_alloc_device() (embedded at the start of
+ * its own structure), fills in the identity fields and the function
+ * pointers, and calls ib_register_device().  Optional methods may be NULL;
+ * the core then returns -EOPNOTSUPP for the verb.
  */
 struct ib_device {
 	struct device                *dma_device;
@@ -914,10 +731,11 @@ struct ib_device {
 	char                          name[IB_DEVICE_NAME_MAX];
 
 	struct list_head              event_handler_list;
+	/* guards event_handler_list; irqsave, held while handlers run */
 	spinlock_t                    event_handler_lock;
 
-	struct list_head              core_list;
-	struct list_head              client_data_list;
+	struct list_head core_list, client_data_list;
+	/* guards client_data_list; irqsave, never held across a callback */
 	spinlock_t                    client_data_lock;
 
 	struct ib_cache               cache;
@@ -1026,6 +844,8 @@ struct ib_device {
 
 	struct module               *owner;
 	struct device                dev;
+	const struct attribute_group *driver_attr_group, *sysfs_groups[3];
+	struct kobject              *ports_kobj;
 	struct ib_port             **port_data;
 
 	int			     uverbs_abi_ver;
@@ -1033,8 +853,7 @@ struct ib_device {
 
 	char			     node_desc[64];
 	__be64			     node_guid;
-	u8                           node_type;
-	u8                           phys_port_cnt;
+	u8 node_type, phys_port_cnt;
 
 	enum {
 		IB_DEV_UNINITIALIZED,
@@ -1061,8 +880,8 @@ enum {
  */
 struct ib_client {
 	char  *name;
-	void (*add)   (struct ib_device *);
-	void (*remove)(struct ib_device *);
+	void (*add)(struct ib_device *device);
+	void (*remove)(struct ib_device *device);
 
 	struct list_head list;
 };
@@ -1084,19 +903,16 @@ int ib_register_event_handler(struct ib_event_handler *event_handler);
 int ib_unregister_event_handler(struct ib_event_handler *event_handler);
 void ib_dispatch_event(struct ib_event *event);
 
-int ib_query_device(struct ib_device *device,
-		    struct ib_device_attr *device_attr);
-int ib_query_port(struct ib_device *device,
-		  u8 port_num, struct ib_port_attr *port_attr);
-int ib_query_gid(struct ib_device *device,
-		 u8 port_num, int index, union ib_gid *gid);
-int ib_query_pkey(struct ib_device *device,
-		  u8 port_num, u16 index, u16 *pkey);
-int ib_modify_device(struct ib_device *device,
-		     int device_modify_mask,
+/* Straight to the driver; process context (see ib_cache.h for atomic). */
+int ib_query_device(struct ib_device *device, struct ib_device_attr *device_attr);
+int ib_query_port(struct ib_device *device, u8 port_num,
+		  struct ib_port_attr *port_attr);
+int ib_query_gid(struct ib_device *device, u8 port_num, int index,
+		 union ib_gid *gid);
+int ib_query_pkey(struct ib_device *device, u8 port_num, u16 index, u16 *pkey);
+int ib_modify_device(struct ib_device *device, int device_modify_mask,
 		     struct ib_device_modify *device_modify);
-int ib_modify_port(struct ib_device *device,
-		   u8 port_num, int port_modify_mask,
+int ib_modify_port(struct ib_device *device, u8 port_num, int port_modify_mask,
 		   struct ib_port_modify *port_modify);
 
 struct ib_pd *ib_alloc_pd(struct ib_device *device);
@@ -1179,7 +995,7 @@ static inline int ib_post_recv(struct ib_qp *qp,
 
 struct ib_cq *ib_create_cq(struct ib_device *device,
 			   ib_comp_handler comp_handler,
-			   void (*event_handler)(struct ib_event *, void *),
+			   void (*event_handler)(struct ib_event *event, void *context),
 			   void *cq_context, int cqe);
 int ib_resize_cq(struct ib_cq *cq, int cqe);
 int ib_destroy_cq(struct ib_cq *cq);

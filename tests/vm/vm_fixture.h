@@ -11,6 +11,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "iblab/config.h"
 #include "iblab/lab.h"
@@ -126,6 +127,74 @@ protected:
 
 	static inline std::string setup_error_;
 };
+
+// --- the issue-4 suites: our stack beside the upstream one ---------------
+//
+// The guests of those suites that play "ours" run Stack::Ours with the
+// modules of $IBSTACK_MODULES (default <build>/modules, which `make modules`
+// fills). IBSTACK_OURS_STACK=upstream puts the upstream stack in that role
+// instead: every comparison then runs upstream against upstream, which is
+// how the tests' own logic is checked before our stack works.
+inline Stack OursRole()
+{
+	const char *e = std::getenv("IBSTACK_OURS_STACK");
+	return e && std::string(e) == "upstream" ? Stack::Upstream : Stack::Ours;
+}
+
+inline std::string OurModulesDir()
+{
+	const char *e = std::getenv("IBSTACK_MODULES");
+	return e && *e ? std::string(e) : default_build_dir() + "/modules";
+}
+
+// Options for `guests` cabled by `fabric` ("" for none); the modules
+// directory is set when one of them runs our stack.
+inline LabOptions MixedOptions(std::vector<GuestSpec> guests, const std::string &fabric)
+{
+	LabOptions o;
+	o.guests = std::move(guests);
+	o.hca = true;
+	o.fabric = fabric;
+	for (const auto &g : o.guests)
+		if (g.stack == Stack::Ours)
+			o.modules_dir = OurModulesDir();
+	return o;
+}
+
+// The modules one stack loads for the SM, the diagnostics and the SA: the
+// upstream 6.1 stack has ib_mad and ib_sa inside ib_core (and ib_mthca
+// pulls in ib_uverbs); ours has the 2.6.11 module set.
+inline std::string LoadCommand(Stack s)
+{
+	if (s == Stack::Ours)
+		return "modprobe ib_mthca && modprobe ib_umad && modprobe ib_sa";
+	return "modprobe ib_mthca && modprobe ib_umad";
+}
+
+// Loads the stack of every guest, starts OpenSM in `sm` and waits until
+// every port is ACTIVE. Returns "" when all went well, else what failed.
+inline std::string BringUpWithSm(Lab &lab, const std::string &sm, std::chrono::seconds limit = 180s)
+{
+	for (Guest *g : lab.guests()) {
+		auto r = g->exec(LoadCommand(g->stack()), 120s);
+		if (!r.ok())
+			return g->name() + " (" + to_string(g->stack()) + "): loading the stack failed: " + r.output;
+	}
+	auto r = lab.guest(sm).exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
+	if (!r.ok())
+		return "opensm did not start in " + sm + ": " + r.output;
+	const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
+	const std::string secs = std::to_string(limit.count());
+	for (Guest *g : lab.guests()) {
+		auto w = g->exec("for i in $(seq 1 " + secs + "); do grep -q ACTIVE " + state +
+					 " && exit 0; sleep 1; done; cat " + state + "; exit 1",
+				 limit + 30s);
+		if (!w.ok())
+			return g->name() + " (" + to_string(g->stack()) + "): port not ACTIVE: " + w.output +
+			       "\nopensm log:\n" + lab.guest(sm).exec("tail -25 /tmp/opensm.log", 30s).output;
+	}
+	return "";
+}
 
 // ASSERT_TRUE(Ok(r)) prints the command's result and output when it failed.
 inline ::testing::AssertionResult Ok(const ExecResult &r)

@@ -15,6 +15,7 @@
  * that applies is given with each case (C14-9 outbound, C14-13 returning).
  */
 
+#include <linux/export.h>
 #include <linux/types.h>
 
 #include <rdma/ib_smi.h>
@@ -140,6 +141,7 @@ enum smi_action smi_handle_dr_smp_send(struct ib_smp *smp, bool is_switch,
 		return IB_SMI_DISCARD;
 	}
 }
+EXPORT_SYMBOL(smi_handle_dr_smp_send);
 
 /**
  * smi_handle_dr_smp_recv() - apply the DR rules to a received SMP
@@ -203,6 +205,7 @@ enum smi_action smi_handle_dr_smp_recv(struct ib_smp *smp, bool is_switch,
 		return IB_SMI_DISCARD;
 	}
 }
+EXPORT_SYMBOL(smi_handle_dr_smp_recv);
 
 /**
  * smi_check_forward_dr_smp() - where a received and accepted SMP goes next
@@ -235,6 +238,7 @@ enum smi_forward_action smi_check_forward_dr_smp(const struct ib_smp *smp)
 		return IB_SMI_LOCAL;
 	}
 }
+EXPORT_SYMBOL(smi_check_forward_dr_smp);
 
 /**
  * smi_get_fwd_port() - the port a switch relays a DR SMP out of
@@ -251,3 +255,4 @@ int smi_get_fwd_port(const struct ib_smp *smp)
 		return ptr + 1 < IB_SMP_MAX_PATH_HOPS ? smp->initial_path[ptr + 1] : -1;
 	return ptr >= 1 ? smp->return_path[ptr - 1] : -1;
 }
+EXPORT_SYMBOL(smi_get_fwd_port);

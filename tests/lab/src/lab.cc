@@ -689,6 +689,13 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 		"-chardev", "socket,id=agent,path=" + g.dir() + "/agent.sock,server=on,wait=off",
 		"-device", "virtserialport,chardev=agent,name=iblab.agent",
 	};
+	// The HCA comes before the optional 9p shares, so that it sits in the
+	// same PCI slot (00:04.0) whatever the guest's stack and shares: the
+	// sysfs comparisons of ours against upstream see the same device path.
+	if (opts_.hca) {
+		a.push_back("-device");
+		a.push_back("ibemu-hca,socket=" + emulator_socket() + ",node=" + g.name());
+	}
 	if (g.stack() == Stack::Ours) {
 		a.push_back("-virtfs");
 		a.push_back("local,path=" + our_modules_share_ +
@@ -706,10 +713,6 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 	}
 	if (!shares.empty())
 		cmdline += " iblab.share=" + shares;
-	if (opts_.hca) {
-		a.push_back("-device");
-		a.push_back("ibemu-hca,socket=" + emulator_socket() + ",node=" + g.name());
-	}
 	if (!opts_.extra_cmdline.empty())
 		cmdline += " " + opts_.extra_cmdline;
 	a.push_back("-append");

@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * ib_sa: queries to the subnet administrator.
+ *
+ * Per device, an ib_client instance (struct sa_device) holds one struct
+ * sa_port per port: the SA-class MAD agent on QP1 (RMPP version 1, so that
+ * multi-segment answers are reassembled by the MAD layer) and a counted
+ * address handle for the port's current SM. Port events that can move the
+ * SM, or our own LID, schedule a work item that builds a fresh handle from
+ * the port attributes; queries in flight keep the handle they were sent
+ * with until their send completes.
+ *
+ * A query is a struct ib_sa_query inside a record-specific wrapper. It is
+ * found by ID in sa_queries (for cancel), sends one MAD, and ends in the
+ * MAD layer's send handler, which is the only place it is freed. The
+ * consumer's callback runs exactly once: from the receive handler with the
+ * SA's answer, or from the send handler on timeout, cancel or error.
+ */
+
+#include <linux/err.h>
+#include <linux/idr.h>
+#include <linux/init.h>
+#include <linux/kref.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+
+#include <rdma/ib_mad.h>
+#include <rdma/ib_sa.h>
+
+#include "sa.h"
+
+MODULE_AUTHOR("ibstack");
+MODULE_DESCRIPTION("InfiniBand subnet administration queries");
+MODULE_LICENSE("Dual BSD/GPL");
+
+/* An address handle for the SM, shared by the queries sent through it. */
+struct sa_sm_ah {
+	struct kref	ref;
+	struct ib_ah	*ah;
+};
+
+/**
+ * struct sa_port - ib_sa's state for one port
+ * @agent: the SA-class agent on QP1
+ * @sm_ah: the handle to the SM, or NULL while the port has none
+ * @ah_lock: spinlock, taken with interrupts off; guards @sm_ah (the
+ *	pointer; the handle itself is kept alive by its count)
+ * @refresh: rebuilds @sm_ah from the port attributes
+ * @port_num: the port
+ * @dev: the device the port belongs to
+ */
+struct sa_port {
+	struct ib_mad_agent	*agent;
+	struct sa_sm_ah		*sm_ah;
+	/* guards the sm_ah pointer; irqsave */
+	spinlock_t		ah_lock;
+	struct work_struct	refresh;
+	u8			port_num;
+	struct ib_device	*dev;
+};
+
+/**
+ * struct sa_device - ib_sa's client data for a device
+ * @events: our port event handler
+ * @first_port: port number of @ports[0]
+ * @nports: entries in @ports
+ * @ports: one per port
+ */
+struct sa_device {
+	struct ib_event_handler	events;
+	u8			first_port;
+	u8			nports;
+	struct sa_port		ports[];
+};
+
+/**
+ * struct ib_sa_query - a query in flight
+ * @deliver: hands the answer (a response MAD, or NULL with an error) to
+ *	the consumer in the record's own terms
+ * @release: frees the record-specific wrapper
+ * @port: the port it was sent on
+ * @msg: its send buffer
+ * @sm_ah: the SM handle it holds a count on
+ * @id: its key in sa_queries
+ * @answered: set once @deliver has run
+ */
+struct ib_sa_query {
+	void			(*deliver)(struct ib_sa_query *query, int status,
+					   const struct ib_sa_mad *mad);
+	void			(*release)(struct ib_sa_query *query);
+	struct sa_port		*port;
+	struct ib_mad_send_buf	*msg;
+	struct sa_sm_ah		*sm_ah;
+	int			id;
+	bool			answered;
+};
+
+struct sa_path_query {
+	void (*callback)(int status, struct ib_sa_path_rec *resp, void *context);
+	void			*context;
+	struct ib_sa_query	query;
+};
+
+struct sa_mcmember_query {
+	void (*callback)(int status, struct ib_sa_mcmember_rec *resp,
+			 void *context);
+	void			*context;
+	struct ib_sa_query	query;
+};
+
+struct sa_service_query {
+	void (*callback)(int status, struct ib_sa_service_rec *resp,
+			 void *context);
+	void			*context;
+	struct ib_sa_query	query;
+};
+
+static void sa_add_device(struct ib_device *device);
+static void sa_remove_device(struct ib_device *device);
+
+static struct ib_client sa_client = {
+	.name	= "sa",
+	.add	= sa_add_device,
+	.remove	= sa_remove_device,
+};
+
+/*
+ * sa_queries maps query IDs to queries in flight. sa_queries_lock is a
+ * spinlock taken with interrupts off (cancel may be called from any
+ * context); it guards the IDR only, never the queries' contents.
+ */
+static DEFINE_IDR(sa_queries);
+static DEFINE_SPINLOCK(sa_queries_lock);
+
+/* Low half of the TIDs; the agent's hi_tid makes them unique per port. */
+static atomic_t sa_tid_low = ATOMIC_INIT(0);
+
+static void sa_sm_ah_free(struct kref *ref)
+{
+	struct sa_sm_ah *sm_ah = container_of(ref, struct sa_sm_ah, ref);
+
+	ib_destroy_ah(sm_ah->ah);
+	kfree(sm_ah);
+}
+
+static void sa_sm_ah_put(struct sa_sm_ah *sm_ah)
+{
+	if (sm_ah)
+		kref_put(&sm_ah->ref, sa_sm_ah_free);
+}
+
+/* Install @fresh (may be NULL) as the port's SM handle, dropping the old. */
+static void sa_swap_sm_ah(struct sa_port *port, struct sa_sm_ah *fresh)
+{
+	struct sa_sm_ah *old;
+	unsigned long flags;
+
+	spin_lock_irqsave(&port->ah_lock, flags);
+	old = port->sm_ah;
+	port->sm_ah = fresh;
+	spin_unlock_irqrestore(&port->ah_lock, flags);
+	sa_sm_ah_put(old);
+}
+
+static void sa_refresh_sm_ah(struct work_struct *work)
+{
+	struct sa_port *port = container_of(work, struct sa_port, refresh);
+	struct ib_port_attr attr;
+	struct ib_ah_attr ah_attr = {};
+	struct sa_sm_ah *fresh;
+
+	if (ib_query_port(port->dev, port->port_num, &attr)) {
+		dev_warn(&port->dev->dev, "sa: port %u query failed\n",
+			 port->port_num);
+		return;
+	}
+
+	/* No SM to talk to until the port is ACTIVE and knows the SM's LID. */
+	if (attr.state != IB_PORT_ACTIVE || !attr.sm_lid) {
+		sa_swap_sm_ah(port, NULL);
+		return;
+	}
+
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return;
+	kref_init(&fresh->ref);
+
+	ah_attr.dlid = attr.sm_lid;
+	ah_attr.sl = attr.sm_sl;
+	ah_attr.port_num = port->port_num;
+	fresh->ah = ib_create_ah(port->agent->qp->pd, &ah_attr);
+	if (IS_ERR(fresh->ah)) {
+		dev_warn(&port->dev->dev, "sa: no AH to SM LID %u on port %u: %ld\n",
+			 attr.sm_lid, port->port_num, PTR_ERR(fresh->ah));
+		kfree(fresh);
+		return;
+	}
+	sa_swap_sm_ah(port, fresh);
+}
+
+static void sa_port_event(struct ib_event_handler *handler,
+			  struct ib_event *event)
+{
+	struct sa_device *sa = container_of(handler, struct sa_device, events);
+	int idx;
+
+	switch (event->event) {
+	case IB_EVENT_PORT_ACTIVE:
+	case IB_EVENT_PORT_ERR:
+	case IB_EVENT_LID_CHANGE:
+	case IB_EVENT_PKEY_CHANGE:
+	case IB_EVENT_SM_CHANGE:
+	case IB_EVENT_CLIENT_REREGISTER:
+		break;
+	default:
+		return;
+	}
+
+	idx = event->element.port_num - sa->first_port;
+	if (idx >= 0 && idx < sa->nports)
+		schedule_work(&sa->ports[idx].refresh);
+}
+
+/* Map a send completion that ended a query without an answer to an errno. */
+static int sa_send_errno(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_RESP_TIMEOUT_ERR:
+		return -ETIMEDOUT;
+	case IB_WC_WR_FLUSH_ERR:
+		return -EINTR;
+	default:
+		return -EIO;
+	}
+}
+
+static void sa_forget_query(struct ib_sa_query *query)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sa_queries_lock, flags);
+	idr_remove(&sa_queries, query->id);
+	spin_unlock_irqrestore(&sa_queries_lock, flags);
+}
+
+static void sa_send_done(struct ib_mad_agent *agent,
+			 struct ib_mad_send_wc *wc)
+{
+	struct ib_sa_query *query = wc->send_buf->context[0];
+
+	if (!query->answered) {
+		query->answered = true;
+		query->deliver(query, wc->status == IB_WC_SUCCESS ? -EIO :
+			       sa_send_errno(wc->status), NULL);
+	}
+
+	sa_forget_query(query);
+	ib_free_send_mad(query->msg);
+	sa_sm_ah_put(query->sm_ah);
+	query->release(query);
+}
+
+static void sa_recv(struct ib_mad_agent *agent, struct ib_mad_send_buf *send_buf,
+		    struct ib_mad_recv_wc *recv_wc)
+{
+	const struct ib_sa_mad *mad = (const struct ib_sa_mad *)recv_wc->recv_buf.mad;
+	struct ib_sa_query *query;
+
+	/* Unsolicited SA MADs (reports) are not for us: we registered none. */
+	if (!send_buf)
+		goto out;
+
+	query = send_buf->context[0];
+	if (!query->answered) {
+		query->answered = true;
+		if (recv_wc->wc->status == IB_WC_SUCCESS)
+			query->deliver(query, ib_sa_status_errno(mad), mad);
+		else
+			query->deliver(query, -EIO, NULL);
+	}
+out:
+	ib_free_recv_mad(recv_wc);
+}
+
+static struct sa_port *sa_find_port(struct ib_device *device, u8 port_num)
+{
+	struct sa_device *sa = ib_get_client_data(device, &sa_client);
+
+	if (!sa || port_num < sa->first_port ||
+	    port_num - sa->first_port >= sa->nports)
+		return NULL;
+	return &sa->ports[port_num - sa->first_port];
+}
+
+/*
+ * Build the MAD of @query on @port, give it an ID and post it. The caller
+ * has set @query's deliver and release; on failure nothing was sent, no
+ * callback will run, and the caller still owns (and frees) the wrapper.
+ * @pack writes the record into the MAD's data area.
+ */
+static int sa_start_query(struct ib_sa_query *query, struct sa_port *port,
+			  u8 method, u16 attr_id, ib_sa_comp_mask comp_mask,
+			  int timeout_ms, gfp_t gfp,
+			  void (*pack)(const void *rec, void *buf),
+			  const void *rec)
+{
+	struct ib_sa_mad *mad;
+	unsigned long flags;
+	u64 tid;
+	int ret, id;
+
+	if (timeout_ms <= 0)
+		return -EINVAL;
+
+	spin_lock_irqsave(&port->ah_lock, flags);
+	query->sm_ah = port->sm_ah;
+	if (query->sm_ah)
+		kref_get(&query->sm_ah->ref);
+	spin_unlock_irqrestore(&port->ah_lock, flags);
+	if (!query->sm_ah)
+		return -EAGAIN;
+
+	query->port = port;
+	query->msg = ib_create_send_mad(port->agent, 1, 0, 0, IB_MGMT_SA_HDR,
+					IB_MGMT_SA_DATA, gfp);
+	if (IS_ERR(query->msg)) {
+		ret = PTR_ERR(query->msg);
+		goto err_ah;
+	}
+	query->msg->ah = query->sm_ah->ah;
+	query->msg->timeout_ms = timeout_ms;
+	query->msg->retries = 0;
+	query->msg->context[0] = query;
+
+	mad = query->msg->mad;
+	tid = (u64)port->agent->hi_tid << 32 |
+	      (u32)atomic_inc_return(&sa_tid_low);
+	ib_sa_format_request(mad, method, attr_id, comp_mask, tid);
+	pack(rec, mad->data);
+
+	idr_preload(gfp);
+	spin_lock_irqsave(&sa_queries_lock, flags);
+	ret = idr_alloc_cyclic(&sa_queries, query, 0, 0, GFP_NOWAIT);
+	spin_unlock_irqrestore(&sa_queries_lock, flags);
+	idr_preload_end();
+	if (ret < 0)
+		goto err_msg;
+	id = ret;
+	query->id = id;
+
+	ret = ib_post_send_mad(query->msg, NULL);
+	if (ret)
+		goto err_id;
+
+	/* From here on the send handler owns (and may free) the query. */
+	return id;
+
+err_id:
+	sa_forget_query(query);
+err_msg:
+	ib_free_send_mad(query->msg);
+err_ah:
+	sa_sm_ah_put(query->sm_ah);
+	return ret;
+}
+
+/**
+ * ib_sa_cancel_query() - stop waiting for a query's answer
+ * @id: the ID the query call returned
+ * @query: the query pointer it set
+ *
+ * If the query is still in flight its callback runs soon with -EINTR (in
+ * the MAD layer's context, not from this call); if it has ended already,
+ * nothing happens. Any context.
+ */
+void ib_sa_cancel_query(int id, struct ib_sa_query *query)
+{
+	struct ib_mad_send_buf *msg = NULL;
+	struct ib_mad_agent *agent = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sa_queries_lock, flags);
+	if (idr_find(&sa_queries, id) == query) {
+		agent = query->port->agent;
+		msg = query->msg;
+	}
+	spin_unlock_irqrestore(&sa_queries_lock, flags);
+
+	/*
+	 * The query may end between the unlock and here; the MAD layer looks
+	 * @msg up among the agent's sends and ignores one it no longer has.
+	 */
+	if (agent)
+		ib_cancel_mad(agent, msg);
+}
+EXPORT_SYMBOL(ib_sa_cancel_query);
+
+static void sa_path_deliver(struct ib_sa_query *query, int status,
+			    const struct ib_sa_mad *mad)
+{
+	struct sa_path_query *pq = container_of(query, struct sa_path_query, query);
+	struct ib_sa_path_rec rec;
+
+	if (status || !mad) {
+		pq->callback(status ?: -EIO, NULL, pq->context);
+		return;
+	}
+	ib_sa_unpack_path_rec(mad->data, &rec);
+	pq->callback(0, &rec, pq->context);
+}
+
+static void sa_path_release(struct ib_sa_query *query)
+{
+	kfree(container_of(query, struct sa_path_query, query));
+}
+
+static void sa_pack_path(const void *rec, void *buf)
+{
+	ib_sa_pack_path_rec(rec, buf);
+}
+
+/**
+ * ib_sa_path_rec_get() - ask the SA for a path
+ * @device: the device
+ * @port_num: the port to ask through
+ * @rec: the known parts of the path (usually SGID, DGID, P_Key)
+ * @comp_mask: which parts of @rec the SA must match (IB_SA_PATH_REC_*)
+ * @timeout_ms: how long to wait for the answer
+ * @gfp_mask: allocation flags, for the caller's context
+ * @callback: gets 0 and the path, or a negative errno and NULL: -ETIMEDOUT,
+ *	-EINTR when cancelled, -ENOENT when the SA knows no such path,
+ *	another errno for other failures; the record is only valid during
+ *	the call
+ * @context: for @callback
+ * @query: set to the query, for ib_sa_cancel_query()
+ *
+ * A SubnAdmGet(PathRecord). The callback never runs from inside this call.
+ *
+ * Return: the query ID (>= 0), or a negative errno (-EAGAIN while the
+ * port knows no SM, -ENODEV for a device or port ib_sa does not serve)
+ * when nothing was sent and no callback will run.
+ */
+int ib_sa_path_rec_get(struct ib_device *device, u8 port_num,
+		       struct ib_sa_path_rec *rec,
+		       ib_sa_comp_mask comp_mask,
+		       int timeout_ms, gfp_t gfp_mask,
+		       void (*callback)(int status,
+					struct ib_sa_path_rec *resp,
+					void *context),
+		       void *context,
+		       struct ib_sa_query **query)
+{
+	struct sa_port *port = sa_find_port(device, port_num);
+	struct sa_path_query *pq;
+	int ret;
+
+	if (!port)
+		return -ENODEV;
+	pq = kzalloc(sizeof(*pq), gfp_mask);
+	if (!pq)
+		return -ENOMEM;
+	pq->callback = callback;
+	pq->context = context;
+	pq->query.deliver = sa_path_deliver;
+	pq->query.release = sa_path_release;
+	*query = &pq->query;
+
+	ret = sa_start_query(&pq->query, port, IB_MGMT_METHOD_GET,
+			     IB_SA_ATTR_PATH_REC, comp_mask, timeout_ms,
+			     gfp_mask, sa_pack_path, rec);
+	if (ret < 0) {
+		*query = NULL;
+		kfree(pq);
+	}
+	return ret;
+}
+EXPORT_SYMBOL(ib_sa_path_rec_get);
+
+static void sa_mcmember_deliver(struct ib_sa_query *query, int status,
+				const struct ib_sa_mad *mad)
+{
+	struct sa_mcmember_query *mq =
+		container_of(query, struct sa_mcmember_query, query);
+	struct ib_sa_mcmember_rec rec;
+
+	if (status || !mad) {
+		mq->callback(status ?: -EIO, NULL, mq->context);
+		return;
+	}
+	ib_sa_unpack_mcmember_rec(mad->data, &rec);
+	mq->callback(0, &rec, mq->context);
+}
+
+static void sa_mcmember_release(struct ib_sa_query *query)
+{
+	kfree(container_of(query, struct sa_mcmember_query, query));
+}
+
+static void sa_pack_mcmember(const void *rec, void *buf)
+{
+	ib_sa_pack_mcmember_rec(rec, buf);
+}
+
+/**
+ * ib_sa_mcmember_rec_query() - send an MCMemberRecord request
+ * @device: the device
+ * @port_num: the port to ask through
+ * @method: IB_MGMT_METHOD_GET, IB_MGMT_METHOD_SET (join) or
+ *	IB_SA_METHOD_DELETE (leave)
+ * @rec: the record
+ * @comp_mask: which parts of @rec count (IB_SA_MCMEMBER_REC_*)
+ * @timeout_ms: how long to wait for the answer
+ * @gfp_mask: allocation flags, for the caller's context
+ * @callback: gets 0 and the SA's record, or a negative errno and NULL
+ * @context: for @callback
+ * @query: set to the query, for ib_sa_cancel_query()
+ *
+ * Return: the query ID (>= 0), or a negative errno when nothing was sent
+ * (-EINVAL for another method).
+ */
+int ib_sa_mcmember_rec_query(struct ib_device *device, u8 port_num,
+			     u8 method,
+			     struct ib_sa_mcmember_rec *rec,
+			     ib_sa_comp_mask comp_mask,
+			     int timeout_ms, gfp_t gfp_mask,
+			     void (*callback)(int status,
+					      struct ib_sa_mcmember_rec *resp,
+					      void *context),
+			     void *context,
+			     struct ib_sa_query **query)
+{
+	struct sa_port *port = sa_find_port(device, port_num);
+	struct sa_mcmember_query *mq;
+	int ret;
+
+	if (method != IB_MGMT_METHOD_GET && method != IB_MGMT_METHOD_SET &&
+	    method != IB_SA_METHOD_DELETE)
+		return -EINVAL;
+	if (!port)
+		return -ENODEV;
+	mq = kzalloc(sizeof(*mq), gfp_mask);
+	if (!mq)
+		return -ENOMEM;
+	mq->callback = callback;
+	mq->context = context;
+	mq->query.deliver = sa_mcmember_deliver;
+	mq->query.release = sa_mcmember_release;
+	*query = &mq->query;
+
+	ret = sa_start_query(&mq->query, port, method, IB_SA_ATTR_MC_MEMBER_REC,
+			     comp_mask, timeout_ms, gfp_mask,
+			     sa_pack_mcmember, rec);
+	if (ret < 0) {
+		*query = NULL;
+		kfree(mq);
+	}
+	return ret;
+}
+EXPORT_SYMBOL(ib_sa_mcmember_rec_query);
+
+static void sa_service_deliver(struct ib_sa_query *query, int status,
+			       const struct ib_sa_mad *mad)
+{
+	struct sa_service_query *sq =
+		container_of(query, struct sa_service_query, query);
+	struct ib_sa_service_rec rec;
+
+	if (status || !mad) {
+		sq->callback(status ?: -EIO, NULL, sq->context);
+		return;
+	}
+	ib_sa_unpack_service_rec(mad->data, &rec);
+	sq->callback(0, &rec, sq->context);
+}
+
+static void sa_service_release(struct ib_sa_query *query)
+{
+	kfree(container_of(query, struct sa_service_query, query));
+}
+
+static void sa_pack_service(const void *rec, void *buf)
+{
+	ib_sa_pack_service_rec(rec, buf);
+}
+
+/**
+ * ib_sa_service_rec_query() - send a ServiceRecord request
+ * @device: the device
+ * @port_num: the port to ask through
+ * @method: IB_MGMT_METHOD_GET, IB_MGMT_METHOD_SET (register a service) or
+ *	IB_SA_METHOD_DELETE (withdraw it)
+ * @rec: the record
+ * @comp_mask: which parts of @rec count (IB_SA_SERVICE_REC_*)
+ * @timeout_ms: how long to wait for the answer
+ * @gfp_mask: allocation flags, for the caller's context
+ * @callback: gets 0 and the SA's record, or a negative errno and NULL
+ * @context: for @callback
+ * @query: set to the query, for ib_sa_cancel_query()
+ *
+ * Return: the query ID (>= 0), or a negative errno when nothing was sent
+ * (-EINVAL for another method).
+ */
+int ib_sa_service_rec_query(struct ib_device *device, u8 port_num,
+			    u8 method,
+			    struct ib_sa_service_rec *rec,
+			    ib_sa_comp_mask comp_mask,
+			    int timeout_ms, gfp_t gfp_mask,
+			    void (*callback)(int status,
+					     struct ib_sa_service_rec *resp,
+					     void *context),
+			    void *context,
+			    struct ib_sa_query **query)
+{
+	struct sa_port *port = sa_find_port(device, port_num);
+	struct sa_service_query *sq;
+	int ret;
+
+	if (method != IB_MGMT_METHOD_GET && method != IB_MGMT_METHOD_SET &&
+	    method != IB_SA_METHOD_DELETE)
+		return -EINVAL;
+	if (!port)
+		return -ENODEV;
+	sq = kzalloc(sizeof(*sq), gfp_mask);
+	if (!sq)
+		return -ENOMEM;
+	sq->callback = callback;
+	sq->context = context;
+	sq->query.deliver = sa_service_deliver;
+	sq->query.release = sa_service_release;
+	*query = &sq->query;
+
+	ret = sa_start_query(&sq->query, port, method, IB_SA_ATTR_SERVICE_REC,
+			     comp_mask, timeout_ms, gfp_mask,
+			     sa_pack_service, rec);
+	if (ret < 0) {
+		*query = NULL;
+		kfree(sq);
+	}
+	return ret;
+}
+EXPORT_SYMBOL(ib_sa_service_rec_query);
+
+static void sa_add_device(struct ib_device *device)
+{
+	u8 first = rdma_start_port(device), last = rdma_end_port(device);
+	struct sa_device *sa;
+	int i;
+
+	sa = kzalloc(struct_size(sa, ports, last - first + 1), GFP_KERNEL);
+	if (!sa)
+		return;
+	sa->first_port = first;
+	sa->nports = last - first + 1;
+
+	for (i = 0; i < sa->nports; i++) {
+		struct sa_port *port = &sa->ports[i];
+
+		port->dev = device;
+		port->port_num = first + i;
+		spin_lock_init(&port->ah_lock);
+		INIT_WORK(&port->refresh, sa_refresh_sm_ah);
+		port->agent = ib_register_mad_agent(device, port->port_num,
+						    IB_QPT_GSI, NULL,
+						    IB_MGMT_RMPP_VERSION,
+						    sa_send_done, sa_recv, port);
+		if (IS_ERR(port->agent)) {
+			dev_warn(&device->dev, "sa: no MAD agent on port %u: %ld\n",
+				 port->port_num, PTR_ERR(port->agent));
+			goto err_agents;
+		}
+	}
+
+	INIT_IB_EVENT_HANDLER(&sa->events, device, sa_port_event);
+	if (ib_register_event_handler(&sa->events))
+		goto err_agents;
+
+	ib_set_client_data(device, &sa_client, sa);
+
+	/* Learn where the SM is now; events tell us when it moves. */
+	for (i = 0; i < sa->nports; i++)
+		schedule_work(&sa->ports[i].refresh);
+	return;
+
+err_agents:
+	while (--i >= 0)
+		ib_unregister_mad_agent(sa->ports[i].agent);
+	kfree(sa);
+}
+
+static void sa_remove_device(struct ib_device *device)
+{
+	struct sa_device *sa = ib_get_client_data(device, &sa_client);
+	int i;
+
+	if (!sa)
+		return;
+
+	ib_unregister_event_handler(&sa->events);
+	for (i = 0; i < sa->nports; i++)
+		cancel_work_sync(&sa->ports[i].refresh);
+
+	/*
+	 * Unregistering an agent flushes its sends: every query still in
+	 * flight gets its callback (-EINTR) and is freed before this returns.
+	 */
+	for (i = 0; i < sa->nports; i++) {
+		ib_unregister_mad_agent(sa->ports[i].agent);
+		sa_swap_sm_ah(&sa->ports[i], NULL);
+	}
+	kfree(sa);
+}
+
+static int __init ib_sa_init(void)
+{
+	return ib_register_client(&sa_client);
+}
+
+static void __exit ib_sa_exit(void)
+{
+	ib_unregister_client(&sa_client);
+	idr_destroy(&sa_queries);
+}
+
+module_init(ib_sa_init);
+module_exit(ib_sa_exit);

@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * ib_mthca: completion queues of the mem-free MT25208.
+ *
+ * A CQ is a ring of 32-byte CQEs in host memory, reached by the HCA
+ * through an MR at iova 0.  Ownership passes with bit 7 of each CQE's last
+ * byte: the driver hands an entry to the HCA by setting it, the HCA hands
+ * it back by clearing it once the rest is written.  The consumer index
+ * goes back through the "set CI" doorbell record; arming writes the arm
+ * record and rings the CQ doorbell of the driver's UAR.
+ */
+#include <linux/slab.h>
+#include <linux/log2.h>
+#include <linux/sched.h>
+
+#include "mthca_dev.h"
+#include "mthca_wqe.h"
+
+/* CQ context, as SW2HW_CQ takes it (64 bytes, 32-bit aligned). */
+struct mthca_cq_ctx {
+	__be32	flags;
+	__be64	start;			/* iova of the ring: 0 */
+	__be32	logsize_uar;		/* log2 entries [28:24], UAR [23:0] */
+	__be32	error_eqn, comp_eqn, pd, lkey;
+	__be32	last_notified, solicit_producer, consumer_index, producer_index;
+	__be32	cqn, ci_db_index, arm_db_index, reserved;
+} __packed;
+
+enum {
+	MTHCA_CQC_STATUS_OK	= 0 << 28,
+	MTHCA_CQC_TR		= 1 << 18,	/* translation on (lkey) */
+	MTHCA_CQC_DISARMED	= 0 << 8,
+};
+
+/* BTH opcodes (low five bits) a receive CQE reports with immediate data. */
+enum {
+	MTHCA_RCV_SEND_LAST_IMM		= 0x03,
+	MTHCA_RCV_SEND_ONLY_IMM		= 0x05,
+	MTHCA_RCV_WRITE_LAST_IMM	= 0x09,
+	MTHCA_RCV_WRITE_ONLY_IMM	= 0x0b,
+};
+
+static struct mthca_cqe *cq_entry(struct mthca_cq *cq, u32 n)
+{
+	return cq->buf.cpu + (n & (cq->nent - 1)) * MTHCA_CQE_BYTES;
+}
+
+/* CQE @n if software owns it, else NULL. */
+static struct mthca_cqe *cq_next_sw_at(struct mthca_cq *cq, u32 n)
+{
+	struct mthca_cqe *cqe = cq_entry(cq, n);
+
+	return *mthca_cqe_owner(cqe) & MTHCA_CQE_OWNER_HW ? NULL : cqe;
+}
+
+static struct mthca_cqe *cq_next_sw(struct mthca_cq *cq)
+{
+	return cq_next_sw_at(cq, cq->cons_index);
+}
+
+static void cq_publish_ci(struct mthca_cq *cq)
+{
+	/* CQEs handed back must be visible before the HCA may reuse them. */
+	wmb();
+	*cq->set_ci_db = cpu_to_be32(cq->cons_index);
+}
+
+/**
+ * mthca_dp_find_pinned() - look an object up by number and pin it
+ * @xa: the number table (CQs, QPs or SRQs)
+ * @num: the number from an EQE (24 bits)
+ * @life_offset: where the object's struct mthca_dp_life is
+ *
+ * For the EQ handler: callable in any context.
+ *
+ * Return: the object with a reference taken, or NULL.
+ */
+void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset)
+{
+	struct mthca_dp_life *life;
+	unsigned long flags;
+	void *obj;
+
+	xa_lock_irqsave(xa, flags);
+	obj = xa_load(xa, num & 0xffffff);
+	if (obj) {
+		life = obj + life_offset;
+		refcount_inc(&life->refs);
+	}
+	xa_unlock_irqrestore(xa, flags);
+	return obj;
+}
+
+/**
+ * mthca_cq_completion() - a completion event for a CQ arrived
+ * @dev: the device
+ * @cqn: the CQ number from the EQE
+ *
+ * Called from the EQ interrupt handler; runs the consumer's completion
+ * handler (the CQ was armed, and arming is one-shot).
+ */
+void mthca_cq_completion(struct mthca_dev *dev, u32 cqn)
+{
+	struct mthca_cq *cq = mthca_dp_find(&dev->cq_table.objs, cqn,
+					     struct mthca_cq);
+
+	if (!cq) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "completion event for unknown CQ %06x\n",
+				     cqn);
+		return;
+	}
+	/* The next arm request must carry a new sequence number. */
+	WRITE_ONCE(cq->arm_sn, READ_ONCE(cq->arm_sn) + 1);
+	if (cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	mthca_dp_life_put(&cq->life);
+}
+
+/**
+ * mthca_cq_event() - an asynchronous error on a CQ arrived
+ * @dev: the device
+ * @cqn: the CQ number from the EQE
+ * @type: the event (IB_EVENT_CQ_ERR: overrun or access error)
+ */
+void mthca_cq_event(struct mthca_dev *dev, u32 cqn, enum ib_event_type type)
+{
+	struct mthca_cq *cq = mthca_dp_find(&dev->cq_table.objs, cqn,
+					     struct mthca_cq);
+	struct ib_event ev;
+
+	if (!cq) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "async event %d for unknown CQ %06x\n",
+				     type, cqn);
+		return;
+	}
+	if (cq->ibcq.event_handler) {
+		ev.device = &dev->ib_dev;
+		ev.event = type;
+		ev.element.cq = &cq->ibcq;
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	}
+	mthca_dp_life_put(&cq->life);
+}
+
+/* The work completion status of each error syndrome. */
+static enum ib_wc_status cq_syndrome_status(u8 syndrome)
+{
+	switch (syndrome) {
+	case MTHCA_SYN_LOCAL_LENGTH:		return IB_WC_LOC_LEN_ERR;
+	case MTHCA_SYN_LOCAL_QP_OP:		return IB_WC_LOC_QP_OP_ERR;
+	case MTHCA_SYN_LOCAL_EEC_OP:		return IB_WC_LOC_EEC_OP_ERR;
+	case MTHCA_SYN_LOCAL_PROT:		return IB_WC_LOC_PROT_ERR;
+	case MTHCA_SYN_WR_FLUSH:		return IB_WC_WR_FLUSH_ERR;
+	case MTHCA_SYN_MW_BIND:			return IB_WC_MW_BIND_ERR;
+	case MTHCA_SYN_BAD_RESP:		return IB_WC_BAD_RESP_ERR;
+	case MTHCA_SYN_LOCAL_ACCESS:		return IB_WC_LOC_ACCESS_ERR;
+	case MTHCA_SYN_REMOTE_INVAL_REQ:	return IB_WC_REM_INV_REQ_ERR;
+	case MTHCA_SYN_REMOTE_ACCESS:		return IB_WC_REM_ACCESS_ERR;
+	case MTHCA_SYN_REMOTE_OP:		return IB_WC_REM_OP_ERR;
+	case MTHCA_SYN_RETRY_EXCEEDED:		return IB_WC_RETRY_EXC_ERR;
+	case MTHCA_SYN_RNR_RETRY_EXCEEDED:	return IB_WC_RNR_RETRY_EXC_ERR;
+	case MTHCA_SYN_LOCAL_RDD_VIOL:		return IB_WC_LOC_RDD_VIOL_ERR;
+	case MTHCA_SYN_REMOTE_INVAL_RD_REQ:	return IB_WC_REM_INV_RD_REQ_ERR;
+	case MTHCA_SYN_REMOTE_ABORTED:		return IB_WC_REM_ABORT_ERR;
+	case MTHCA_SYN_INVAL_EECN:		return IB_WC_INV_EECN_ERR;
+	case MTHCA_SYN_INVAL_EEC_STATE:		return IB_WC_INV_EEC_STATE_ERR;
+	default:				return IB_WC_GENERAL_ERR;
+	}
+}
+
+static bool cqe_is_error(const struct mthca_cqe *cqe)
+{
+	return (mthca_cqe_opcode(cqe) & MTHCA_CQE_ERROR_OPCODE) ==
+		MTHCA_CQE_ERROR_OPCODE;
+}
+
+static bool cqe_is_send(const struct mthca_cqe *cqe)
+{
+	if (cqe_is_error(cqe))
+		return mthca_cqe_opcode(cqe) & 1;
+	return be32_to_cpu(cqe->op_owner) & MTHCA_CQE_SEND;
+}
+
+/* Advance a work queue's tail up to and including WQE @index. */
+static void wq_complete_to(struct mthca_wq *wq, u32 index)
+{
+	wq->tail += (index - wq->last_comp) & (wq->max - 1);
+	wq->last_comp = index;
+}
+
+static void cqe_send_opcode(const struct mthca_cqe *cqe, struct ib_wc *wc)
+{
+	switch (mthca_cqe_opcode(cqe)) {
+	case MTHCA_OP_RDMA_WRITE | MTHCA_OP_IMM:
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		fallthrough;
+	case MTHCA_OP_RDMA_WRITE:
+		wc->opcode = IB_WC_RDMA_WRITE;
+		break;
+	case MTHCA_OP_SEND | MTHCA_OP_IMM:
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		fallthrough;
+	case MTHCA_OP_SEND:
+		wc->opcode = IB_WC_SEND;
+		break;
+	case MTHCA_OP_RDMA_READ:
+		wc->opcode = IB_WC_RDMA_READ;
+		wc->byte_len = be32_to_cpu(cqe->byte_cnt);
+		break;
+	case MTHCA_OP_ATOMIC_CS:
+		wc->opcode = IB_WC_COMP_SWAP;
+		wc->byte_len = 8;
+		break;
+	case MTHCA_OP_ATOMIC_FA:
+		wc->opcode = IB_WC_FETCH_ADD;
+		wc->byte_len = 8;
+		break;
+	default:
+		wc->opcode = IB_WC_SEND;
+		break;
+	}
+}
+
+static void cqe_recv_fields(const struct mthca_cqe *cqe, struct ib_wc *wc)
+{
+	u32 path;
+
+	wc->byte_len = be32_to_cpu(cqe->byte_cnt);
+	wc->opcode = IB_WC_RECV;
+	switch (mthca_cqe_opcode(cqe) & 0x1f) {
+	case MTHCA_RCV_WRITE_LAST_IMM:
+	case MTHCA_RCV_WRITE_ONLY_IMM:
+		wc->opcode = IB_WC_RECV_RDMA_WITH_IMM;
+		fallthrough;
+	case MTHCA_RCV_SEND_LAST_IMM:
+	case MTHCA_RCV_SEND_ONLY_IMM:
+		wc->wc_flags |= IB_WC_WITH_IMM;
+		wc->imm_data = cqe->imm_pkey;
+		break;
+	default:
+		wc->pkey_index = be32_to_cpu(cqe->imm_pkey) >> 16;
+		break;
+	}
+	path = be32_to_cpu(cqe->sl_path_slid);
+	wc->slid = path & 0xffff;
+	wc->sl = path >> 28;
+	wc->dlid_path_bits = (path >> 16) & 0x7f;
+	wc->src_qp = be32_to_cpu(cqe->src_qpn) & 0xffffff;
+	if (path & BIT(23))
+		wc->wc_flags |= IB_WC_GRH;
+}
+
+/*
+ * Turn the CQE at the consumer index into @wc.  Called with cq->lock held.
+ * Return: 0 with @wc filled, -EAGAIN when the ring is empty, -EINVAL for a
+ * CQE of an unknown QP (consumed, nothing reported).
+ */
+static int cq_poll_one(struct mthca_dev *dev, struct mthca_cq *cq,
+		       struct ib_wc *wc)
+{
+	struct mthca_cqe *cqe = cq_next_sw(cq);
+	struct mthca_qp *qp;
+	u32 qpn, wqe, index;
+	bool send;
+	int ret = 0;
+
+	if (!cqe)
+		return -EAGAIN;
+	/* Read the CQE only after seeing the owner bit. */
+	rmb();
+
+	qpn = be32_to_cpu(cqe->qpn) & 0xffffff;
+	qp = xa_load(&dev->qp_table.objs, qpn);
+	if (unlikely(!qp)) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "CQ %06x: CQE for unknown QP %06x\n",
+				     cq->cqn, qpn);
+		ret = -EINVAL;
+		goto consume;
+	}
+
+	memset(wc, 0, sizeof(*wc));
+	wc->qp_num = qp->ibqp.qp_num;
+	wc->port_num = qp->port;
+	send = cqe_is_send(cqe);
+	wqe = be32_to_cpu(cqe->wqe);
+
+	if (send) {
+		index = ((wqe - qp->sq.offset) >> qp->sq.wqe_shift) &
+			(qp->sq.max - 1);
+		wc->wr_id = qp->wrid[qp->rq.max + index];
+		wq_complete_to(&qp->sq, index);
+	} else if (qp->ibqp.srq) {
+		struct mthca_srq *srq = to_msrq(qp->ibqp.srq);
+
+		index = (wqe >> srq->wqe_shift) & (srq->max - 1);
+		wc->wr_id = srq->wrid[index];
+		mthca_dp_srq_free_wqe(srq, wqe);
+	} else {
+		index = (wqe >> qp->rq.wqe_shift) & (qp->rq.max - 1);
+		wc->wr_id = qp->wrid[index];
+		wq_complete_to(&qp->rq, index);
+	}
+
+	if (cqe_is_error(cqe)) {
+		u32 syn = be32_to_cpu(cqe->imm_pkey);
+
+		wc->status = cq_syndrome_status(syn >> 24);
+		wc->vendor_err = (syn >> 16) & 0xff;
+		wc->opcode = send ? IB_WC_SEND : IB_WC_RECV;
+	} else {
+		wc->status = IB_WC_SUCCESS;
+		if (send)
+			cqe_send_opcode(cqe, wc);
+		else
+			cqe_recv_fields(cqe, wc);
+	}
+
+consume:
+	*mthca_cqe_owner(cqe) = MTHCA_CQE_OWNER_HW;
+	cq->cons_index++;
+	return ret;
+}
+
+/**
+ * mthca_dp_poll_cq() - take completions off a CQ
+ * @ibcq: the CQ
+ * @nwc: room in @wc
+ * @wc: where the completions go
+ *
+ * Never sleeps.
+ *
+ * Return: the number of completions written.
+ */
+int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc)
+{
+	struct mthca_dev *dev = to_mdev(ibcq->device);
+	struct mthca_cq *cq = to_mcq(ibcq);
+	unsigned long flags;
+	u32 start;
+	int n = 0;
+	int ret;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->cons_index;
+	while (n < nwc) {
+		ret = cq_poll_one(dev, cq, wc + n);
+		if (ret == -EAGAIN)
+			break;
+		if (!ret)
+			n++;
+	}
+	if (cq->cons_index != start)
+		cq_publish_ci(cq);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+/**
+ * mthca_dp_arm_cq() - request a completion event
+ * @ibcq: the CQ
+ * @how: IB_CQ_SOLICITED or IB_CQ_NEXT_COMP
+ *
+ * Writes the arm doorbell record, then rings the CQ doorbell with the
+ * current consumer index and arm sequence number.  Never sleeps.
+ *
+ * Return: 0.
+ */
+int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how)
+{
+	struct mthca_dev *dev = to_mdev(ibcq->device);
+	struct mthca_cq *cq = to_mcq(ibcq);
+	u32 sn = READ_ONCE(cq->arm_sn) & 3;
+	u32 cmd = how == IB_CQ_SOLICITED ? 1 : 2;
+	u32 ci = READ_ONCE(cq->cons_index);
+
+	/* The record's second word goes last: the HCA checks it first. */
+	cq->arm_db[0] = cpu_to_be32(ci);
+	wmb(); /* consumer index word before the command word */
+	cq->arm_db[1] = cpu_to_be32(cq->cqn << 8 | 2 << 5 | sn << 3 | cmd);
+	wmb(); /* the record before the doorbell */
+	mthca_uar_write64(dev, sn << 28 | cmd << 24 | cq->cqn, ci,
+			  MTHCA_UAR_CQ_DB);
+	return 0;
+}
+
+/**
+ * mthca_dp_cq_clean() - drop the CQEs of a QP that is going away
+ * @cq: the CQ
+ * @qpn: the physical QP number
+ * @srq: the QP's SRQ, whose WQEs such receive CQEs hold, or NULL
+ *
+ * Later CQEs of other QPs move up over the removed ones.
+ */
+void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq)
+{
+	struct mthca_cqe *cqe;
+	u32 prod, dropped = 0;
+
+	spin_lock_irq(&cq->lock);
+	/* Find the end of the software-owned run. */
+	for (prod = cq->cons_index; prod != cq->cons_index + cq->nent; prod++)
+		if (*mthca_cqe_owner(cq_entry(cq, prod)) & MTHCA_CQE_OWNER_HW)
+			break;
+
+	while (prod-- != cq->cons_index) {
+		cqe = cq_entry(cq, prod);
+		if ((be32_to_cpu(cqe->qpn) & 0xffffff) == qpn) {
+			if (srq && !cqe_is_send(cqe))
+				mthca_dp_srq_free_wqe(srq, be32_to_cpu(cqe->wqe));
+			dropped++;
+		} else if (dropped) {
+			memcpy(cq_entry(cq, prod + dropped), cqe,
+			       MTHCA_CQE_BYTES);
+		}
+	}
+	if (dropped) {
+		for (prod = 0; prod < dropped; prod++)
+			*mthca_cqe_owner(cq_entry(cq, cq->cons_index + prod)) =
+				MTHCA_CQE_OWNER_HW;
+		cq->cons_index += dropped;
+		cq_publish_ci(cq);
+	}
+	spin_unlock_irq(&cq->lock);
+}
+
+/**
+ * mthca_dp_create_cq() - create a completion queue
+ * @ibdev: the device
+ * @entries: completions the CQ must hold at least
+ * @uctx: user context; user CQs are not supported yet
+ * @udata: user data, likewise
+ *
+ * Return: the CQ, or an ERR_PTR.
+ */
+struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
+				 struct ib_ucontext *uctx,
+				 struct ib_udata *udata)
+{
+	struct mthca_dev *dev = to_mdev(ibdev);
+	struct mthca_cq_table *tab = &dev->cq_table;
+	struct mthca_mailbox *box;
+	struct mthca_cq_ctx *ctx;
+	struct mthca_cq *cq;
+	u32 i, cqn;
+	int err;
+
+	if (uctx || udata)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (entries < 1 || entries > dev->limits.max_cqes)
+		return ERR_PTR(-EINVAL);
+
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	if (!cq)
+		return ERR_PTR(-ENOMEM);
+	/* One entry stays empty so full and empty can be told apart. */
+	cq->nent = roundup_pow_of_two(entries + 1);
+	cq->ibcq.cqe = cq->nent - 1;
+	cq->arm_sn = 1;
+	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_mutex);
+	mthca_dp_life_init(&cq->life);
+
+	err = xa_alloc_irq(&tab->objs, &cqn, NULL,
+			   XA_LIMIT(dev->limits.reserved_cqs,
+				    dev->limits.num_cqs - 1), GFP_KERNEL);
+	if (err)
+		goto err_free;
+	cq->cqn = cqn;
+
+	err = mthca_icm_table_get(dev, dev->icm_cqc, cqn);
+	if (err)
+		goto err_num;
+
+	cq->set_ci_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_SET_CI, cqn,
+					     &cq->set_ci_db);
+	if (cq->set_ci_db_index < 0) {
+		err = -ENOMEM;
+		goto err_icm;
+	}
+	cq->arm_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_ARM, cqn,
+					  &cq->arm_db);
+	if (cq->arm_db_index < 0) {
+		err = -ENOMEM;
+		goto err_ci_db;
+	}
+
+	err = mthca_dp_buf_alloc(dev, cq->nent * MTHCA_CQE_BYTES,
+				 dev->driver_pd.pdn, true, &cq->buf);
+	if (err)
+		goto err_arm_db;
+	for (i = 0; i < cq->nent; i++)
+		*mthca_cqe_owner(cq_entry(cq, i)) = MTHCA_CQE_OWNER_HW;
+
+	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
+	if (IS_ERR(box)) {
+		err = PTR_ERR(box);
+		goto err_buf;
+	}
+	ctx = box->buf;
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->flags = cpu_to_be32(MTHCA_CQC_STATUS_OK | MTHCA_CQC_DISARMED |
+				 MTHCA_CQC_TR);
+	/* start stays 0: the buffer's MR begins at iova 0 */
+	ctx->logsize_uar = cpu_to_be32(ilog2(cq->nent) << 24 |
+				       dev->driver_uar.index);
+	ctx->error_eqn = cpu_to_be32(mthca_async_eqn(dev));
+	ctx->comp_eqn = cpu_to_be32(mthca_comp_eqn(dev));
+	ctx->pd = cpu_to_be32(dev->driver_pd.pdn);
+	ctx->lkey = cpu_to_be32(cq->buf.lkey);
+	ctx->cqn = cpu_to_be32(cqn);
+	ctx->ci_db_index = cpu_to_be32(cq->set_ci_db_index);
+	ctx->arm_db_index = cpu_to_be32(cq->arm_db_index);
+
+	err = mthca_SW2HW_CQ(dev, box, cqn);
+	mthca_mailbox_free(dev, box);
+	if (err) {
+		dev_warn(&dev->pdev->dev, "SW2HW_CQ %06x failed: %d\n",
+			 cqn, err);
+		goto err_buf;
+	}
+
+	/* Now events may find it. */
+	xa_store_irq(&tab->objs, cqn, cq, GFP_KERNEL);
+	return &cq->ibcq;
+
+err_buf:
+	mthca_dp_buf_free(dev, &cq->buf);
+err_arm_db:
+	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
+err_ci_db:
+	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
+err_icm:
+	mthca_icm_table_put(dev, dev->icm_cqc, cqn);
+err_num:
+	xa_erase_irq(&tab->objs, cqn);
+err_free:
+	kfree(cq);
+	return ERR_PTR(err);
+}
+
+/**
+ * mthca_dp_destroy_cq() - destroy a completion queue
+ * @ibcq: the CQ; no QP may use it any more
+ *
+ * Takes the CQ back from the HCA, then waits until event handlers that
+ * already found it have returned.
+ *
+ * Return: 0, or -EBUSY while QPs still use the CQ.
+ */
+int mthca_dp_destroy_cq(struct ib_cq *ibcq)
+{
+	struct mthca_dev *dev = to_mdev(ibcq->device);
+	struct mthca_cq *cq = to_mcq(ibcq);
+	struct mthca_mailbox *box;
+	int err;
+
+	/* IBA C11-17: not while a work queue is still associated. */
+	if (atomic_read(&ibcq->usecnt))
+		return -EBUSY;
+
+	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
+	if (IS_ERR(box)) {
+		err = PTR_ERR(box);
+	} else {
+		err = mthca_HW2SW_CQ(dev, box, cq->cqn);
+		mthca_mailbox_free(dev, box);
+	}
+	if (err)
+		dev_warn(&dev->pdev->dev, "HW2SW_CQ %06x failed: %d\n",
+			 cq->cqn, err);
+
+	/* Keep the number reserved until the memory is gone. */
+	xa_store_irq(&dev->cq_table.objs, cq->cqn, NULL, GFP_KERNEL);
+	mthca_dp_life_end(&cq->life);
+
+	mthca_dp_buf_free(dev, &cq->buf);
+	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
+	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
+	mthca_icm_table_put(dev, dev->icm_cqc, cq->cqn);
+	xa_erase_irq(&dev->cq_table.objs, cq->cqn);
+	kfree(cq);
+	return 0;
+}
+
+/*
+ * RESIZE_CQ (op_mod 1): a 64-byte mailbox with the new log2 size in byte
+ * 0x0c and the new ring's lkey at 0x1c; the ring starts at iova 0.
+ */
+static int cq_resize_cmd(struct mthca_dev *dev, u32 cqn, u32 lkey, u8 log)
+{
+	struct mthca_mailbox *box;
+	u8 *in;
+	int err;
+
+	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
+	if (IS_ERR(box))
+		return PTR_ERR(box);
+	in = box->buf;
+	memset(in, 0, 64);
+	in[0x0c] = log;
+	*(__be32 *)(in + 0x1c) = cpu_to_be32(lkey);
+	err = mthca_cmd_exec(dev, box->dma, 0, NULL, cqn, 1,
+			     MTHCA_CMD_RESIZE_CQ, MTHCA_CMD_TIMEOUT_MS);
+	mthca_mailbox_free(dev, box);
+	return err;
+}
+
+/**
+ * mthca_dp_resize_cq() - change the number of entries of a CQ
+ * @ibcq: the CQ
+ * @entries: completions the CQ must hold at least
+ *
+ * The HCA moves to a new ring with RESIZE_CQ and keeps its free-running
+ * producer index, so the CQEs not polled yet are copied to the same
+ * indexes of the new ring before pollers switch to it.  Sleeps.
+ *
+ * Return: 0, -EINVAL for a bad size, or an errno of the allocation or the
+ * firmware (which refuses a ring too small for the CQEs outstanding).
+ */
+int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
+{
+	struct mthca_dev *dev = to_mdev(ibcq->device);
+	struct mthca_cq *cq = to_mcq(ibcq);
+	struct mthca_dp_buf ring, old;
+	u32 nent, i, n;
+	int err;
+
+	if (entries < 1 || entries > dev->limits.max_cqes)
+		return -EINVAL;
+	nent = roundup_pow_of_two(entries + 1);
+
+	mutex_lock(&cq->resize_mutex);
+	if (nent == cq->nent) {
+		err = 0;
+		goto out;
+	}
+	err = mthca_dp_buf_alloc(dev, nent * MTHCA_CQE_BYTES,
+				 dev->driver_pd.pdn, true, &ring);
+	if (err)
+		goto out;
+	for (i = 0; i < nent; i++)
+		*mthca_cqe_owner(ring.cpu + i * MTHCA_CQE_BYTES) =
+			MTHCA_CQE_OWNER_HW;
+
+	err = cq_resize_cmd(dev, cq->cqn, ring.lkey, ilog2(nent));
+	if (err) {
+		mthca_dp_buf_free(dev, &ring);
+		goto out;
+	}
+
+	spin_lock_irq(&cq->lock);
+	for (n = 0, i = cq->cons_index; n < cq->nent; n++, i++) {
+		if (!cq_next_sw_at(cq, i))
+			break;
+		memcpy(ring.cpu + (i & (nent - 1)) * MTHCA_CQE_BYTES,
+		       cq_entry(cq, i), MTHCA_CQE_BYTES);
+	}
+	old = cq->buf;
+	cq->buf = ring;
+	cq->nent = nent;
+	cq->ibcq.cqe = nent - 1;
+	spin_unlock_irq(&cq->lock);
+
+	mthca_dp_buf_free(dev, &old);
+out:
+	mutex_unlock(&cq->resize_mutex);
+	return err;
+}
+
+/**
+ * mthca_init_cq_table() - set up the device's CQ table
+ * @dev: the device; dev->cq_table.icm is set by the caller
+ *
+ * Return: 0.
+ */
+int mthca_init_cq_table(struct mthca_dev *dev)
+{
+	xa_init_flags(&dev->cq_table.objs, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+	return 0;
+}
+
+/**
+ * mthca_cleanup_cq_table() - release the device's CQ table
+ * @dev: the device; all CQs are destroyed
+ */
+void mthca_cleanup_cq_table(struct mthca_dev *dev)
+{
+	if (!xa_empty(&dev->cq_table.objs))
+		dev_err(&dev->pdev->dev, "CQs left at removal\n");
+	xa_destroy(&dev->cq_table.objs);
+}
