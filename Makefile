@@ -47,8 +47,9 @@ modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $(KVER)
 
-# Our kernel sources: everything C under drivers/ and include/rdma.
-KSRC = $(shell find drivers include -name '*.[ch]' 2>/dev/null | sort)
+# Our kernel sources: everything C under drivers/ and include/rdma, but not
+# the *.mod.c files that modpost generates.
+KSRC = $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c' 2>/dev/null | sort)
 CHECKPATCH_DIR = $(CACHE)/checkpatch-$(KVER)
 
 $(CHECKPATCH_DIR)/scripts/checkpatch.pl:
