@@ -1,25 +1,36 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# `make demo`: boot one guest with the upstream IB stack on the emulated
-# InfiniHost III Ex and show the device.   Usage: tests/lab/demo.sh [BUILD_DIR]
+# `make demo`: a mixed fabric on the emulator. vm0 runs our stack (the
+# modules of build/modules, loaded from updates/), vm1 the upstream Debian
+# stack; both HCAs hang off one emulated switch. OpenSM runs on our stack in
+# vm0 and brings the fabric up; then the diagnostics look at it from both
+# sides.   Usage: tests/lab/demo.sh [BUILD_DIR]
 set -eu
 build=$(cd "${1:-build}" && pwd)
 iblab=$build/tests/lab/iblab
+here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -z "${IBLAB_CTL:-}" ]; then
 	# On the host: start the lab and run this script again inside it.
-	exec "$iblab" run --guest vm0:upstream --timeout 10m -- "$0" "$build"
+	exec "$iblab" run --guest vm0:ours --guest vm1:upstream \
+		--modules "$build/modules" \
+		--fabric "$here/../vm/topologies/switch2.topo" \
+		--timeout 15m -- "$0" "$build"
 fi
 
 bold= plain=
 if [ -t 1 ]; then bold=$(printf '\033[1m'); plain=$(printf '\033[0m'); fi
 show() {
-	printf '\n%svm0# %s%s\n' "$bold" "$*" "$plain"
-	"$iblab" exec vm0 -- "$@"
+	vm=$1; shift
+	printf '\n%s%s# %s%s\n' "$bold" "$vm" "$*" "$plain"
+	"$iblab" exec "$vm" -- sh -c "$*"
 }
-show modprobe ib_mthca
-show modprobe ib_uverbs
-show lspci -nn
-show ls -l /sys/class/infiniband/mthca0/
-show readlink -f /sys/class/infiniband/mthca0/device
-show ibv_devinfo -v
+show vm0 'modprobe ib_mthca && modprobe ib_umad && modprobe ib_sa && modinfo -n ib_core ib_mad ib_mthca'
+show vm1 'modprobe ib_mthca && modprobe ib_umad && modinfo -n ib_core ib_mthca'
+show vm0 'opensm -B -f /tmp/opensm.log >/dev/null'
+show vm0 'for i in $(seq 1 120); do grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state && break; sleep 1; done; ibstat'
+show vm1 'for i in $(seq 1 60); do grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state && break; sleep 1; done; ibstat'
+show vm0 'ibnetdiscover'
+show vm0 'sminfo; saquery -p'
+show vm1 'smpquery nodeinfo $(cat /sys/class/infiniband/mthca0/ports/1/sm_lid)'
+show vm1 'perfquery $(cat /sys/class/infiniband/mthca0/ports/1/sm_lid)'
