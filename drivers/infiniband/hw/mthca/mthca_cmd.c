@@ -794,24 +794,21 @@ int mthca_QUERY_ADAPTER(struct mthca_dev *dev,
 int mthca_INIT_HCA(struct mthca_dev *dev,
 		   const struct mthca_init_hca_param *p)
 {
-	struct mthca_mailbox *mb;
+	/*
+	 * Bit 0 of this word makes the HCA check the port of UD address
+	 * vectors; bit 1 tells it the host is big-endian.
+	 */
+	u32 flags2 = BIT(0);
+	struct mthca_mailbox *mb = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	void *b;
-	u32 flags2;
 	int ret;
 
-	mb = mthca_mailbox_alloc(dev, GFP_KERNEL);
-	if (IS_ERR(mb))
-		return PTR_ERR(mb);
-	b = mb->buf;
-
-	/*
-	 * flags2: bit 1 is "big-endian host" (clear on little-endian), bit 0
-	 * makes the HCA check the port of UD address vectors.
-	 */
-	flags2 = BIT(0);
 #ifdef __BIG_ENDIAN
 	flags2 |= BIT(1);
 #endif
+	if (IS_ERR(mb))
+		return PTR_ERR(mb);
+	b = mb->buf;
 	mb_set32(b, 0x014, flags2);
 
 	/* Each log2 size shares the last byte of its page-aligned base. */

@@ -94,24 +94,17 @@ enum mthca_cmd_op {
 
 /* Firmware status codes (HCR status byte). */
 enum mthca_cmd_status {
-	MTHCA_STAT_OK		= 0x00,
-	MTHCA_STAT_INTERNAL_ERR	= 0x01,
-	MTHCA_STAT_BAD_OP	= 0x02,
-	MTHCA_STAT_BAD_PARAM	= 0x03,
-	MTHCA_STAT_BAD_SYS_STATE = 0x04,
-	MTHCA_STAT_BAD_RESOURCE	= 0x05,
-	MTHCA_STAT_RESOURCE_BUSY = 0x06,
-	MTHCA_STAT_DDR_MEM_ERR	= 0x07,
-	MTHCA_STAT_EXCEED_LIM	= 0x08,
-	MTHCA_STAT_BAD_RES_STATE = 0x09,
-	MTHCA_STAT_BAD_INDEX	= 0x0a,
-	MTHCA_STAT_BAD_NVMEM	= 0x0b,
-	MTHCA_STAT_BAD_QPEE_STATE = 0x10,
-	MTHCA_STAT_BAD_SEG_PARAM = 0x20,
-	MTHCA_STAT_REG_BOUND	= 0x21,
-	MTHCA_STAT_LAM_NOT_PRE	= 0x22,
-	MTHCA_STAT_BAD_PKT	= 0x30,
-	MTHCA_STAT_BAD_SIZE	= 0x40,
+	/* General errors. */
+	MTHCA_STAT_OK = 0x00,		MTHCA_STAT_INTERNAL_ERR = 0x01,
+	MTHCA_STAT_BAD_OP = 0x02,	MTHCA_STAT_BAD_PARAM = 0x03,
+	MTHCA_STAT_BAD_SYS_STATE = 0x04, MTHCA_STAT_BAD_RESOURCE = 0x05,
+	MTHCA_STAT_RESOURCE_BUSY = 0x06, MTHCA_STAT_DDR_MEM_ERR = 0x07,
+	MTHCA_STAT_EXCEED_LIM = 0x08,	MTHCA_STAT_BAD_RES_STATE = 0x09,
+	MTHCA_STAT_BAD_INDEX = 0x0a,	MTHCA_STAT_BAD_NVMEM = 0x0b,
+	/* QP/EE state, memory segments, packets. */
+	MTHCA_STAT_BAD_QPEE_STATE = 0x10, MTHCA_STAT_BAD_SEG_PARAM = 0x20,
+	MTHCA_STAT_REG_BOUND = 0x21,	MTHCA_STAT_LAM_NOT_PRE = 0x22,
+	MTHCA_STAT_BAD_PKT = 0x30,	MTHCA_STAT_BAD_SIZE = 0x40,
 };
 
 /* Default command timeout: the firmware may be slow; be generous. */
@@ -146,77 +139,45 @@ void mthca_cmd_event(struct mthca_dev *dev, u16 token, u8 status,
  * Entry sizes are bytes per object; counts are log2 values as reported.
  */
 struct mthca_dev_lim {
-	int	max_srq_sz;
-	int	max_qp_sz;
-	int	reserved_qps;
-	int	max_qps;
-	int	reserved_srqs;
-	int	max_srqs;
-	int	reserved_eecs;
-	int	max_eecs;
-	int	max_cq_sz;
-	int	reserved_cqs;
-	int	max_cqs;
-	int	max_mpts;
-	int	reserved_eqs;
-	int	max_eqs;
-	int	reserved_mtts;
-	u64	max_mrw_sz;
-	int	reserved_mrws;
-	int	max_mtt_seg;
-	int	max_requester_per_qp;
-	int	max_responder_per_qp;
-	int	max_rdma_global;
-	int	local_ca_ack_delay;
-	int	max_mtu;
-	int	max_port_width;
-	int	max_vl;
-	int	num_ports;
-	int	max_gids;
+	/* What the firmware keeps for itself, per resource type. */
+	int	reserved_qps, reserved_srqs, reserved_eecs, reserved_cqs;
+	int	reserved_eqs, reserved_mtts, reserved_mrws, reserved_uars;
+	int	reserved_mgms, reserved_pds, reserved_rdds;
+	/* Table limits. */
+	int	max_qps, max_srqs, max_eecs, max_cqs, max_eqs, max_mpts;
+	int	max_mcgs, max_pds, max_rdds, max_mtt_seg;
+	/* Queue and request limits. */
+	int	max_qp_sz, max_srq_sz, max_cq_sz, max_sg, max_desc_sz;
+	int	max_qp_per_mcg, max_rdma_global;
+	int	max_requester_per_qp, max_responder_per_qp;
+	/* Port properties. */
+	int	num_ports, max_port_width, max_mtu, max_vl;
+	int	max_gids, max_pkeys, local_ca_ack_delay;
 	u16	stat_rate_support;
-	int	max_pkeys;
+	/* Context entry sizes, in bytes. */
+	int	qpc_entry_sz, eec_entry_sz, srq_entry_sz, cqc_entry_sz;
+	int	eqc_entry_sz, eqpc_entry_sz, eeec_entry_sz, mpt_entry_sz;
+	int	mtt_seg_sz, uar_scratch_entry_sz;
+	/* Everything else. */
+	int	uar_size, min_page_sz;
+	u64	max_mrw_sz, max_icm_sz;
 	u32	flags;
-	int	reserved_uars;
-	int	uar_size;
-	int	min_page_sz;
-	int	max_sg;
-	int	max_desc_sz;
-	int	max_qp_per_mcg;
-	int	reserved_mgms;
-	int	max_mcgs;
-	int	reserved_pds;
-	int	max_pds;
-	int	reserved_rdds;
-	int	max_rdds;
-	int	eec_entry_sz;
-	int	qpc_entry_sz;
-	int	eeec_entry_sz;
-	int	eqpc_entry_sz;
-	int	eqc_entry_sz;
-	int	cqc_entry_sz;
-	int	srq_entry_sz;
-	int	uar_scratch_entry_sz;
-	int	mtt_seg_sz;
-	int	mpt_entry_sz;
-	u64	max_icm_sz;
 };
 
-/* DEV_LIM flags. */
-enum {
-	MTHCA_DEV_CAP_RC		= 1 << 0,
-	MTHCA_DEV_CAP_UC		= 1 << 1,
-	MTHCA_DEV_CAP_UD		= 1 << 2,
-	MTHCA_DEV_CAP_SRQ		= 1 << 6,
-	MTHCA_DEV_CAP_IPOIB_CSUM	= 1 << 7,
-	MTHCA_DEV_CAP_BAD_PKEY_CNTR	= 1 << 8,
-	MTHCA_DEV_CAP_BAD_QKEY_CNTR	= 1 << 9,
-	MTHCA_DEV_CAP_MW		= 1 << 16,
-	MTHCA_DEV_CAP_AUTO_PATH_MIG	= 1 << 17,
-	MTHCA_DEV_CAP_ATOMIC		= 1 << 18,
-	MTHCA_DEV_CAP_RAW_MULTI		= 1 << 19,
-	MTHCA_DEV_CAP_UD_AV_PORT	= 1 << 20,
-	MTHCA_DEV_CAP_UD_MULTI		= 1 << 21,
-};
+/* DEV_LIM flags (the bit numbers the firmware reports). */
+#define MTHCA_DEV_CAP_RC		BIT(0)
+#define MTHCA_DEV_CAP_UC		BIT(1)
+#define MTHCA_DEV_CAP_UD		BIT(2)
+#define MTHCA_DEV_CAP_SRQ		BIT(6)
+#define MTHCA_DEV_CAP_IPOIB_CSUM	BIT(7)
+#define MTHCA_DEV_CAP_BAD_PKEY_CNTR	BIT(8)
+#define MTHCA_DEV_CAP_BAD_QKEY_CNTR	BIT(9)
+#define MTHCA_DEV_CAP_MW		BIT(16)
+#define MTHCA_DEV_CAP_AUTO_PATH_MIG	BIT(17)
+#define MTHCA_DEV_CAP_ATOMIC		BIT(18)
+#define MTHCA_DEV_CAP_RAW_MULTI		BIT(19)
+#define MTHCA_DEV_CAP_UD_AV_PORT	BIT(20)
+#define MTHCA_DEV_CAP_UD_MULTI		BIT(21)
 
 /**
  * struct mthca_adapter_info - QUERY_ADAPTER results
@@ -240,48 +201,35 @@ struct mthca_adapter_info {
  * Bases are ICM addresses; log_* are log2 of the table sizes.
  */
 struct mthca_init_hca_param {
-	u64	qpc_base;
-	u64	eec_base;
-	u64	srqc_base;
-	u64	cqc_base;
-	u64	eqpc_base;
-	u64	eeec_base;
-	u64	eqc_base;
-	u64	rdb_base;
+	/* Queue pair, EE and SRQ contexts and their extensions. */
+	u64	qpc_base, eqpc_base, srqc_base, eec_base, eeec_base, rdb_base;
+	u8	log_num_qps, log_num_srqs, log_num_eecs;
+	/* Completion and event queue contexts. */
+	u64	cqc_base, eqc_base;
+	u8	log_num_cqs, log_num_eqs;
+	/* Multicast groups. */
 	u64	mc_base;
-	u64	mpt_base;
-	u64	mtt_base;
-	u64	uar_scratch_base;
-	u64	uarc_base;
-	u16	log_mc_entry_sz;
-	u16	mc_hash_sz;
-	u8	log_num_qps;
-	u8	log_num_eecs;
-	u8	log_num_srqs;
-	u8	log_num_cqs;
-	u8	log_num_eqs;
+	u16	log_mc_entry_sz, mc_hash_sz;
 	u8	log_mc_table_sz;
-	u8	mtt_seg_sz;
-	u8	log_mpt_sz;
-	u8	log_uar_sz;
-	u8	log_uarc_sz;
+	/* Translation and protection tables. */
+	u64	mpt_base, mtt_base;
+	u8	log_mpt_sz, mtt_seg_sz;
+	/* Doorbell pages. */
+	u64	uar_scratch_base, uarc_base;
+	u8	log_uar_sz, log_uarc_sz;
 };
 
 /*
  * struct mthca_init_ib_param: INIT_IB input for one port
  */
 struct mthca_init_ib_param {
-	int	port_width;
-	int	vl_cap;
-	int	mtu_cap;
-	u16	gid_cap;
-	u16	pkey_cap;
-	bool	set_guid0;
-	u64	guid0;
-	bool	set_node_guid;
-	u64	node_guid;
-	bool	set_si_guid;
-	u64	si_guid;
+	/* Link capabilities. */
+	int	port_width, vl_cap, mtu_cap;
+	/* Table sizes. */
+	u16	gid_cap, pkey_cap;
+	/* GUIDs to override; each is used only with its set_* flag. */
+	u64	guid0, node_guid, si_guid;
+	bool	set_guid0, set_node_guid, set_si_guid;
 };
 
 /* Bring-up and tear-down. */

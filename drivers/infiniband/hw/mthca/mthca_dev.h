@@ -44,19 +44,14 @@
 #define MTHCA_MTT_SEG_SIZE	(MTHCA_MTTS_PER_SEG * 8)
 
 enum mthca_dev_flag {
-	MTHCA_FLAG_MSI_X	= 1 << 0,
-	MTHCA_FLAG_SRQ		= 1 << 1,
-	MTHCA_FLAG_DDR_HIDDEN	= 1 << 2,
-	MTHCA_FLAG_FMR		= 1 << 3,
+	MTHCA_FLAG_MSI_X = BIT(0),	MTHCA_FLAG_SRQ = BIT(1),
+	MTHCA_FLAG_DDR_HIDDEN = BIT(2),	MTHCA_FLAG_FMR = BIT(3),
 };
 
 /* Doorbell record kinds (the "type" field of a mem-free doorbell record). */
 enum mthca_db_kind {
-	MTHCA_DB_CQ_SET_CI	= 1,
-	MTHCA_DB_CQ_ARM		= 2,
-	MTHCA_DB_SQ		= 3,
-	MTHCA_DB_RQ		= 4,
-	MTHCA_DB_SRQ		= 5,
+	MTHCA_DB_CQ_SET_CI = 1,	MTHCA_DB_CQ_ARM = 2,
+	MTHCA_DB_SQ = 3,	MTHCA_DB_RQ = 4,	MTHCA_DB_SRQ = 5,
 };
 
 /* Offsets of the doorbell registers inside a UAR page. */
@@ -508,22 +503,18 @@ struct mthca_limits {
  * built over these addresses.
  */
 struct mthca_icm_layout {
-	u64	qpc_base;
-	u64	eqpc_base;
-	u64	eeec_base;
-	u64	eec_base;
-	u64	srqc_base;
-	u64	cqc_base;
-	u64	eqc_base;
-	u64	rdb_base;
-	u64	mc_base;
-	u64	mpt_base;
-	u64	mtt_base;
-	u64	uar_scratch_base;
-	u64	uarc_base;
-	u64	total;
+	/* Per-QP contexts and the RDMA-read buffers. */
+	u64	qpc_base, eqpc_base, rdb_base;
 	int	rdb_shift;
+	/* Other contexts. */
+	u64	eec_base, eeec_base, srqc_base, cqc_base, eqc_base;
+	/* Multicast, translation and protection tables. */
+	u64	mc_base, mpt_base, mtt_base;
+	/* Doorbell pages. */
+	u64	uar_scratch_base, uarc_base;
 	int	uarc_size;
+	/* Bytes of ICM in all. */
+	u64	total;
 };
 
 /* ------------------------------------------------------------------ */

@@ -28,13 +28,11 @@
 /* The completion EQ needs at most one entry per armed CQ; cap it. */
 #define COMP_EQ_MAX_ENTRIES	BIT(14)
 
-/* EQ context (mailbox of SW2HW_EQ). */
-#define EQC_FLAGS		0x00
-#define EQC_START		0x04
-#define EQC_LOG_SIZE		0x0c
-#define EQC_INTR		0x17
-#define EQC_PD			0x18
-#define EQC_LKEY		0x1c
+/* EQ context (mailbox of SW2HW_EQ): byte offsets, then flag bits. */
+enum {
+	EQC_FLAGS = 0x00, EQC_START = 0x04, EQC_LOG_SIZE = 0x0c,
+	EQC_INTR = 0x17, EQC_PD = 0x18, EQC_LKEY = 0x1c,
+};
 
 #define EQC_OWNER_HW		BIT(24)
 #define EQC_FLAG_TR		BIT(18)
@@ -43,24 +41,16 @@
 
 /* Event types (byte 1 of an EQE). */
 enum {
-	EV_COMP			= 0x00,
-	EV_PATH_MIG		= 0x01,
-	EV_COMM_EST		= 0x02,
-	EV_SQ_DRAINED		= 0x03,
-	EV_CQ_ERROR		= 0x04,
-	EV_WQ_CATAS		= 0x05,
-	EV_EEC_CATAS		= 0x06,
-	EV_PATH_MIG_FAILED	= 0x07,
-	EV_LOCAL_CATAS		= 0x08,
-	EV_PORT_CHANGE		= 0x09,
-	EV_CMD			= 0x0a,
-	EV_ECC			= 0x0e,
-	EV_EQ_OVERFLOW		= 0x0f,
-	EV_WQ_INVAL_REQ		= 0x10,
-	EV_WQ_ACCESS		= 0x11,
-	EV_SRQ_CATAS		= 0x12,
-	EV_SRQ_LAST_WQE		= 0x13,
-	EV_SRQ_LIMIT		= 0x14,
+	/* Completion and QP/EE affiliated events. */
+	EV_COMP = 0x00, EV_PATH_MIG = 0x01, EV_COMM_EST = 0x02,
+	EV_SQ_DRAINED = 0x03, EV_CQ_ERROR = 0x04, EV_WQ_CATAS = 0x05,
+	EV_EEC_CATAS = 0x06, EV_PATH_MIG_FAILED = 0x07,
+	EV_WQ_INVAL_REQ = 0x10, EV_WQ_ACCESS = 0x11,
+	/* SRQ events. */
+	EV_SRQ_CATAS = 0x12, EV_SRQ_LAST_WQE = 0x13, EV_SRQ_LIMIT = 0x14,
+	/* Device-wide events. */
+	EV_LOCAL_CATAS = 0x08, EV_PORT_CHANGE = 0x09, EV_CMD = 0x0a,
+	EV_ECC = 0x0e, EV_EQ_OVERFLOW = 0x0f,
 };
 
 /* PORT_CHANGE subtype of a port that went active. */

@@ -275,23 +275,23 @@ struct mthca_icm_table *mthca_icm_table_alloc(struct mthca_dev *dev,
 					      u32 nobj, u32 reserved,
 					      bool lowmem)
 {
+	u32 total = DIV_ROUND_UP_ULL((u64)obj_size * nobj, MTHCA_ICM_CHUNK_SIZE);
+	/* Chunks holding at least one firmware-owned object. */
+	u32 fw_chunks = DIV_ROUND_UP_ULL((u64)reserved * obj_size,
+					 MTHCA_ICM_CHUNK_SIZE);
 	struct mthca_icm_table *t;
-	u64 bytes = (u64)obj_size * nobj;
-	u32 n = DIV_ROUND_UP_ULL(bytes, MTHCA_ICM_CHUNK_SIZE);
 	u32 i;
 
-	t = kzalloc(struct_size(t, chunk, n), GFP_KERNEL);
+	t = kzalloc(struct_size(t, chunk, total), GFP_KERNEL);
 	if (!t)
 		return NULL;
-	t->virt = virt;
-	t->nobj = nobj;
-	t->obj_size = obj_size;
-	t->nchunks = n;
-	t->lowmem = lowmem;
+	*t = (struct mthca_icm_table) {
+		.virt = virt, .obj_size = obj_size, .nobj = nobj,
+		.nchunks = total, .lowmem = lowmem,
+	};
 	mutex_init(&t->mutex);
 
-	for (i = 0; (u64)i * MTHCA_ICM_CHUNK_SIZE < (u64)reserved * obj_size;
-	     i++) {
+	for (i = 0; i < fw_chunks; i++) {
 		if (chunk_map(dev, t, i))
 			goto fail;
 		/* An extra user that only mthca_icm_table_free() drops. */

@@ -58,18 +58,21 @@ static struct mthca_profile_req mthca_req = {
 	.mtt_seg_size = MTHCA_MTT_SEG_SIZE,
 };
 
+/* The profile knobs: read-only parameters, each named after its field. */
 module_param_named(num_qp, mthca_req.num_qp, uint, 0444);
-MODULE_PARM_DESC(num_qp, "QPs (power of two, default 65536)");
-module_param_named(rdb_per_qp, mthca_req.rdb_per_qp, uint, 0444);
-MODULE_PARM_DESC(rdb_per_qp, "RDMA read/atomic responder slots per QP (default 4)");
 module_param_named(num_cq, mthca_req.num_cq, uint, 0444);
-MODULE_PARM_DESC(num_cq, "CQs (power of two, default 65536)");
-module_param_named(num_mcg, mthca_req.num_mcg, uint, 0444);
-MODULE_PARM_DESC(num_mcg, "multicast group entries (default 8192)");
+module_param_named(rdb_per_qp, mthca_req.rdb_per_qp, uint, 0444);
 module_param_named(num_mpt, mthca_req.num_mpt, uint, 0444);
-MODULE_PARM_DESC(num_mpt, "memory regions (default 131072)");
 module_param_named(num_mtt, mthca_req.num_mtt, uint, 0444);
+module_param_named(num_mcg, mthca_req.num_mcg, uint, 0444);
+
+MODULE_PARM_DESC(num_qp, "QPs (power of two, default 65536)");
+MODULE_PARM_DESC(num_cq, "CQs (power of two, default 65536)");
+MODULE_PARM_DESC(rdb_per_qp,
+		 "RDMA read/atomic responder slots per QP (default 4)");
+MODULE_PARM_DESC(num_mpt, "memory regions (default 131072)");
 MODULE_PARM_DESC(num_mtt, "MTT segments (default 1048576)");
+MODULE_PARM_DESC(num_mcg, "multicast group entries (default 8192)");
 
 /* Serialises probe, removal and the reset after a catastrophic error. */
 DEFINE_MUTEX(mthca_device_mutex);
@@ -408,111 +411,109 @@ static void hca_stop(struct mthca_dev *dev)
 	fw_stop(dev);
 }
 
-/* Step 4 up to the event queues; the caller switches commands to events. */
-static int driver_start(struct mthca_dev *dev)
+/*
+ * A bring-up stage: @start sets something up, @stop undoes it.  A list of
+ * stages starts in array order and stops in the reverse order.
+ */
+struct mthca_stage {
+	int (*start)(struct mthca_dev *dev);
+	void (*stop)(struct mthca_dev *dev);
+};
+
+static void stages_stop(struct mthca_dev *dev, const struct mthca_stage *st,
+			int count)
 {
-	int ret;
+	while (count-- > 0)
+		st[count].stop(dev);
+}
 
-	ret = mthca_uar_table_init(dev);
-	if (ret)
-		return ret;
-	ret = mthca_uar_alloc(dev, &dev->driver_uar);
-	if (ret)
-		goto free_uar_table;
-	dev->kar = ioremap((phys_addr_t)dev->driver_uar.pfn << PAGE_SHIFT,
-			   PAGE_SIZE);
-	if (!dev->kar) {
-		ret = -ENOMEM;
-		goto free_uar;
+/* Starts every stage; on a failure, stops the ones already started. */
+static int stages_start(struct mthca_dev *dev, const struct mthca_stage *st,
+			int count)
+{
+	int done, err = 0;
+
+	for (done = 0; done < count && !err; done++) {
+		err = st[done].start(dev);
+		if (err)
+			stages_stop(dev, st, done);
 	}
-	ret = mthca_db_init(dev);
-	if (ret)
-		goto unmap_kar;
-	ret = mthca_pd_table_init(dev);
-	if (ret)
-		goto free_db;
-	ret = mthca_mr_table_init(dev);
-	if (ret)
-		goto free_pd_table;
-	ret = mthca_pd_alloc(dev, true, &dev->driver_pd);
-	if (ret)
-		goto free_mr_table;
-	ret = mthca_eq_table_init(dev);
-	if (ret)
-		goto free_pd;
-	return 0;
+	return err;
+}
 
-free_pd:
-	mthca_pd_free(dev, &dev->driver_pd);
-free_mr_table:
-	mthca_mr_table_cleanup(dev);
-free_pd_table:
-	mthca_pd_table_cleanup(dev);
-free_db:
-	mthca_db_cleanup(dev);
-unmap_kar:
+static int driver_uar_get(struct mthca_dev *dev)
+{
+	return mthca_uar_alloc(dev, &dev->driver_uar);
+}
+
+static void driver_uar_put(struct mthca_dev *dev)
+{
+	mthca_uar_free(dev, &dev->driver_uar);
+}
+
+static int kar_map(struct mthca_dev *dev)
+{
+	phys_addr_t kar_phys = (phys_addr_t)dev->driver_uar.pfn << PAGE_SHIFT;
+
+	dev->kar = ioremap(kar_phys, PAGE_SIZE);
+	return dev->kar ? 0 : -ENOMEM;
+}
+
+static void kar_unmap(struct mthca_dev *dev)
+{
 	iounmap(dev->kar);
 	dev->kar = NULL;
-free_uar:
-	mthca_uar_free(dev, &dev->driver_uar);
-free_uar_table:
-	mthca_uar_table_cleanup(dev);
-	return ret;
+}
+
+static int driver_pd_get(struct mthca_dev *dev)
+{
+	return mthca_pd_alloc(dev, true, &dev->driver_pd);
+}
+
+static void driver_pd_put(struct mthca_dev *dev)
+{
+	mthca_pd_free(dev, &dev->driver_pd);
+}
+
+/* Step 4 up to the event queues; the caller switches commands to events. */
+static const struct mthca_stage driver_stages[] = {
+	{ mthca_uar_table_init,	mthca_uar_table_cleanup },
+	{ driver_uar_get,	driver_uar_put },
+	{ kar_map,		kar_unmap },
+	{ mthca_db_init,	mthca_db_cleanup },
+	{ mthca_pd_table_init,	mthca_pd_table_cleanup },
+	{ mthca_mr_table_init,	mthca_mr_table_cleanup },
+	{ driver_pd_get,	driver_pd_put },
+	{ mthca_eq_table_init,	mthca_eq_table_cleanup },
+};
+
+/* The data-path tables, in the order they depend on each other. */
+static const struct mthca_stage dp_stages[] = {
+	{ mthca_init_av_table,	mthca_cleanup_av_table },
+	{ mthca_init_cq_table,	mthca_cleanup_cq_table },
+	{ mthca_init_srq_table,	mthca_cleanup_srq_table },
+	{ mthca_init_qp_table,	mthca_cleanup_qp_table },
+	{ mthca_init_mcg_table,	mthca_cleanup_mcg_table },
+};
+
+static int driver_start(struct mthca_dev *dev)
+{
+	return stages_start(dev, driver_stages, ARRAY_SIZE(driver_stages));
 }
 
 static void driver_stop(struct mthca_dev *dev)
 {
-	mthca_eq_table_cleanup(dev);
-	mthca_pd_free(dev, &dev->driver_pd);
-	mthca_mr_table_cleanup(dev);
-	mthca_pd_table_cleanup(dev);
-	mthca_db_cleanup(dev);
-	iounmap(dev->kar);
-	dev->kar = NULL;
-	mthca_uar_free(dev, &dev->driver_uar);
-	mthca_uar_table_cleanup(dev);
+	stages_stop(dev, driver_stages, ARRAY_SIZE(driver_stages));
 }
 
-/* The data-path tables, in the order they depend on each other. */
 static int dp_tables_start(struct mthca_dev *dev)
 {
-	int ret;
-
-	ret = mthca_init_av_table(dev);
-	if (ret)
-		return ret;
-	ret = mthca_init_cq_table(dev);
-	if (ret)
-		goto av;
-	ret = mthca_init_srq_table(dev);
-	if (ret)
-		goto cq;
-	ret = mthca_init_qp_table(dev);
-	if (ret)
-		goto srq;
-	ret = mthca_init_mcg_table(dev);
-	if (ret)
-		goto qp;
-	return 0;
-
-qp:
-	mthca_cleanup_qp_table(dev);
-srq:
-	mthca_cleanup_srq_table(dev);
-cq:
-	mthca_cleanup_cq_table(dev);
-av:
-	mthca_cleanup_av_table(dev);
-	return ret;
+	return stages_start(dev, dp_stages, ARRAY_SIZE(dp_stages));
 }
 
 static void dp_tables_stop(struct mthca_dev *dev)
 {
-	mthca_cleanup_mcg_table(dev);
-	mthca_cleanup_qp_table(dev);
-	mthca_cleanup_srq_table(dev);
-	mthca_cleanup_cq_table(dev);
-	mthca_cleanup_av_table(dev);
+	stages_stop(dev, dp_stages, ARRAY_SIZE(dp_stages));
 }
 
 static int msix_enable(struct mthca_dev *dev)
@@ -524,6 +525,19 @@ static int msix_enable(struct mthca_dev *dev)
 		return n;
 	dev->flags |= MTHCA_FLAG_MSI_X;
 	return 0;
+}
+
+/* Makes the device visible: the ib_device, then the error poller. */
+static int mthca_publish(struct mthca_dev *dev)
+{
+	int err = mthca_register_device(dev);
+
+	if (err)
+		return err;
+	err = mthca_catas_start(dev);
+	if (err)
+		mthca_unregister_device(dev);
+	return err;
 }
 
 /* Everything between a reset device and a registered ib_device. */
@@ -585,20 +599,11 @@ static int mthca_bring_up(struct pci_dev *pdev, bool try_msix)
 	ret = dp_tables_start(dev);
 	if (ret)
 		goto use_polling;
-
-	ret = mthca_register_device(dev);
-	if (ret)
-		goto stop_dp;
-	ret = mthca_catas_start(dev);
-	if (ret)
-		goto unregister;
-
-	pci_set_drvdata(pdev, dev);
-	return 0;
-
-unregister:
-	mthca_unregister_device(dev);
-stop_dp:
+	ret = mthca_publish(dev);
+	if (!ret) {
+		pci_set_drvdata(pdev, dev);
+		return 0;
+	}
 	dp_tables_stop(dev);
 use_polling:
 	mthca_cmd_use_polling(dev);

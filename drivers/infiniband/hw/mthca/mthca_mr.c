@@ -328,17 +328,13 @@ int mthca_mr_alloc_phys(struct mthca_dev *dev, u32 pdn, const u64 *pages,
 	mr->mtt = mthca_mtt_alloc(dev, npages);
 	if (IS_ERR(mr->mtt))
 		return PTR_ERR(mr->mtt);
-	ret = mthca_mtt_write(dev, mr->mtt, 0, pages, npages);
-	if (ret)
-		goto free_mtt;
-	ret = mpt_install(dev, pdn, page_shift, iova, length, access, mr);
-	if (ret)
-		goto free_mtt;
-	return 0;
-
-free_mtt:
-	mthca_mtt_free(dev, mr->mtt);
-	mr->mtt = NULL;
+	/* Translation first, then the MPT entry that points at it. */
+	ret = mthca_mtt_write(dev, mr->mtt, 0, pages, npages) ?:
+	      mpt_install(dev, pdn, page_shift, iova, length, access, mr);
+	if (ret) {
+		mthca_mtt_free(dev, mr->mtt);
+		mr->mtt = NULL;
+	}
 	return ret;
 }
 
