@@ -1174,8 +1174,8 @@ int mthca_HW2SW_CQ(struct mthca_dev *dev, struct mthca_mailbox *mb, u32 cqn)
  * mthca_RESIZE_CQ() - move a CQ to a new buffer
  * @dev: the device
  * @cqn: CQ number
- * @lkey: key of the new buffer's MR (starting at IOVA 0)
- * @log_size: log2 of the new number of entries
+ * @lkey: key of the new buffer's MR (starting at IOVA 0), at mailbox byte 0x1c
+ * @log_size: log2 of the new number of entries, at mailbox byte 0x0c
  *
  * Return: 0 or a negative errno.
  */
@@ -1187,7 +1187,7 @@ int mthca_RESIZE_CQ(struct mthca_dev *dev, u32 cqn, u32 lkey, u8 log_size)
 	mb = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	if (IS_ERR(mb))
 		return PTR_ERR(mb);
-	mb_set8(mb->buf, 0x0f, log_size);
+	mb_set8(mb->buf, 0x0c, log_size);
 	mb_set32(mb->buf, 0x1c, lkey);
 	ret = mthca_cmd_exec(dev, mb->dma, 0, NULL, cqn, 1,
 			     MTHCA_CMD_RESIZE_CQ, TMO);

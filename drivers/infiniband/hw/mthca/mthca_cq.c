@@ -585,29 +585,6 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 	return 0;
 }
 
-/*
- * RESIZE_CQ (op_mod 1): a 64-byte mailbox with the new log2 size in byte
- * 0x0c and the new ring's lkey at 0x1c; the ring starts at iova 0.
- */
-static int cq_resize_cmd(struct mthca_dev *dev, u32 cqn, u32 lkey, u8 log)
-{
-	struct mthca_mailbox *box;
-	u8 *in;
-	int err;
-
-	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
-	if (IS_ERR(box))
-		return PTR_ERR(box);
-	in = box->buf;
-	memset(in, 0, 64);
-	in[0x0c] = log;
-	*(__be32 *)(in + 0x1c) = cpu_to_be32(lkey);
-	err = mthca_cmd_exec(dev, box->dma, 0, NULL, cqn, 1,
-			     MTHCA_CMD_RESIZE_CQ, MTHCA_CMD_TIMEOUT_MS);
-	mthca_mailbox_free(dev, box);
-	return err;
-}
-
 /**
  * mthca_dp_resize_cq() - change the number of entries of a CQ
  * @ibcq: the CQ
@@ -645,7 +622,7 @@ int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
 		*mthca_cqe_owner(ring.cpu + i * MTHCA_CQE_BYTES) =
 			MTHCA_CQE_OWNER_HW;
 
-	err = cq_resize_cmd(dev, cq->cqn, ring.lkey, ilog2(nent));
+	err = mthca_RESIZE_CQ(dev, cq->cqn, ring.lkey, ilog2(nent));
 	if (err) {
 		mthca_dp_buf_free(dev, &ring);
 		goto out;
