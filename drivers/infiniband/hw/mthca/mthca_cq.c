@@ -92,6 +92,30 @@ void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset)
 }
 
 /**
+ * mthca_dp_raise_event() - hand an asynchronous event to an object
+ * @dev: the device
+ * @ev: the event, with its element set by the caller
+ * @type: the event type
+ * @handler: the object's event handler, or NULL for none
+ * @context: for @handler
+ * @life: the object's lifetime, pinned by the lookup; released here
+ *
+ * For the EQ handler, after mthca_dp_event_target() found the object.
+ */
+void mthca_dp_raise_event(struct mthca_dev *dev, struct ib_event *ev,
+			  enum ib_event_type type,
+			  void (*handler)(struct ib_event *event, void *context),
+			  void *context, struct mthca_dp_life *life)
+{
+	if (handler) {
+		ev->device = &dev->ib_dev;
+		ev->event = type;
+		handler(ev, context);
+	}
+	mthca_dp_life_put(life);
+}
+
+/**
  * mthca_cq_completion() - a completion event for a CQ arrived
  * @dev: the device
  * @cqn: the CQ number from the EQE
@@ -125,23 +149,16 @@ void mthca_cq_completion(struct mthca_dev *dev, u32 cqn)
  */
 void mthca_cq_event(struct mthca_dev *dev, u32 cqn, enum ib_event_type type)
 {
-	struct mthca_cq *cq = mthca_dp_find(&dev->cq_table.objs, cqn,
-					     struct mthca_cq);
+	struct mthca_cq *cq;
 	struct ib_event ev;
 
-	if (!cq) {
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "async event %d for unknown CQ %06x\n",
-				     type, cqn);
+	cq = mthca_dp_event_target(dev, &dev->cq_table.objs, cqn, type,
+				   "CQ", struct mthca_cq);
+	if (!cq)
 		return;
-	}
-	if (cq->ibcq.event_handler) {
-		ev.device = &dev->ib_dev;
-		ev.event = type;
-		ev.element.cq = &cq->ibcq;
-		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
-	}
-	mthca_dp_life_put(&cq->life);
+	ev.element.cq = &cq->ibcq;
+	mthca_dp_raise_event(dev, &ev, type, cq->ibcq.event_handler,
+			     cq->ibcq.cq_context, &cq->life);
 }
 
 /* The work completion status of each error syndrome. */

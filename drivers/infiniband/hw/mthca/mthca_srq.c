@@ -53,23 +53,16 @@ static int *srq_link(void *wqe)
  */
 void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type)
 {
-	struct mthca_srq *srq = mthca_dp_find(&dev->srq_table.objs, srqn,
-					       struct mthca_srq);
+	struct mthca_srq *srq;
 	struct ib_event ev;
 
-	if (!srq) {
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "async event %d for unknown SRQ %06x\n",
-				     type, srqn);
+	srq = mthca_dp_event_target(dev, &dev->srq_table.objs, srqn, type,
+				    "SRQ", struct mthca_srq);
+	if (!srq)
 		return;
-	}
-	if (srq->ibsrq.event_handler) {
-		ev.device = &dev->ib_dev;
-		ev.event = type;
-		ev.element.srq = &srq->ibsrq;
-		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
-	}
-	mthca_dp_life_put(&srq->life);
+	ev.element.srq = &srq->ibsrq;
+	mthca_dp_raise_event(dev, &ev, type, srq->ibsrq.event_handler,
+			     srq->ibsrq.srq_context, &srq->life);
 }
 
 /**
