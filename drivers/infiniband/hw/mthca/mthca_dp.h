@@ -133,6 +133,14 @@ static inline void mthca_dp_life_end(struct mthca_dp_life *life)
 
 void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset);
 
+struct mthca_icm_table;
+
+int mthca_dp_number_get(struct mthca_dev *dev, struct xarray *xa,
+			u32 first, u32 count, struct mthca_icm_table *icm,
+			u32 *num);
+void mthca_dp_number_put(struct mthca_dev *dev, struct xarray *xa,
+			 struct mthca_icm_table *icm, u32 num);
+
 /* Look up number @num of @xa and pin the object, of @type; NULL if none. */
 #define mthca_dp_find(xa, num, type) \
 	((type *)mthca_dp_find_pinned(xa, num, offsetof(type, life)))

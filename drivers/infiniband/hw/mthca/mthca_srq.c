@@ -133,20 +133,15 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	mutex_init(&srq->mutex);
 	mthca_dp_life_init(&srq->life);
 
-	err = xa_alloc_irq(&tab->objs, &srqn, NULL,
-			   XA_LIMIT(dev->limits.reserved_srqs,
-				    dev->limits.num_srqs - 1), GFP_KERNEL);
+	err = mthca_dp_number_get(dev, &tab->objs, dev->limits.reserved_srqs,
+				  dev->limits.num_srqs, dev->icm_srqc, &srqn);
 	if (err)
 		goto err_free;
 	srq->srqn = srqn;
-
-	err = mthca_icm_table_get(dev, dev->icm_srqc, srqn);
-	if (err)
-		goto err_num;
 	srq->db_index = mthca_db_alloc(dev, MTHCA_DB_SRQ, srqn, &srq->db);
 	if (srq->db_index < 0) {
 		err = -ENOMEM;
-		goto err_icm;
+		goto err_num;
 	}
 	srq->wrid = kcalloc(srq->max, sizeof(u64), GFP_KERNEL);
 	if (!srq->wrid) {
@@ -219,10 +214,8 @@ err_wrid:
 	kfree(srq->wrid);
 err_db:
 	mthca_db_free(dev, MTHCA_DB_SRQ, srq->db_index);
-err_icm:
-	mthca_icm_table_put(dev, dev->icm_srqc, srqn);
 err_num:
-	xa_erase_irq(&tab->objs, srqn);
+	mthca_dp_number_put(dev, &tab->objs, dev->icm_srqc, srqn);
 err_free:
 	kfree(srq);
 	return ERR_PTR(err);
@@ -316,8 +309,8 @@ int mthca_dp_destroy_srq(struct ib_srq *ibsrq)
 	mthca_dp_buf_free(dev, &srq->buf);
 	kfree(srq->wrid);
 	mthca_db_free(dev, MTHCA_DB_SRQ, srq->db_index);
-	mthca_icm_table_put(dev, dev->icm_srqc, srq->srqn);
-	xa_erase_irq(&dev->srq_table.objs, srq->srqn);
+	mthca_dp_number_put(dev, &dev->srq_table.objs, dev->icm_srqc,
+			    srq->srqn);
 	kfree(srq);
 	return 0;
 }
