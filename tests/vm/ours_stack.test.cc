@@ -260,22 +260,9 @@ std::string Cat(Guest &g, const std::string &file)
 	return r.ok() ? s : "(" + r.describe() + ": " + s + ")";
 }
 
-class OursRunsSm : public VmSuite {
+class OursRunsSm : public SmSuite {
 protected:
-	static void SetUpTestSuite()
-	{
-		StartLab(MixedSwitch(), "OursRunsSm");
-		if (lab_)
-			setup_error_ = BringUpWithSm(*lab_, "vm0");
-	}
-	static void TearDownTestSuite() { StopLab(); }
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
-	static inline std::string setup_error_;
+	static void SetUpTestSuite() { StartWithSm(MixedSwitch(), "OursRunsSm", "vm0"); }
 };
 
 TEST_F(OursRunsSm, OpenSmOnOursBringsTheMixedFabricActive)
@@ -337,21 +324,9 @@ TEST_F(OursRunsSm, IsSmClearedWhenOpenSmStops)
 
 // ---------------------------------------------------------------------------
 // OpenSM in the upstream guest; the same diagnostics from both guests.
-class OursDiag : public VmSuite {
+class OursDiag : public SmSuite {
 protected:
-	static void SetUpTestSuite()
-	{
-		StartLab(MixedSwitch(), "OursDiag");
-		if (lab_)
-			setup_error_ = BringUpWithSm(*lab_, "vm1");
-	}
-	static void TearDownTestSuite() { StopLab(); }
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
+	static void SetUpTestSuite() { StartWithSm(MixedSwitch(), "OursDiag", "vm1"); }
 
 	// LIDs in decimal: vm0, vm1 and the switch (from ibswitches).
 	static std::map<std::string, std::string> Lids()
@@ -386,7 +361,6 @@ protected:
 				<< "--- upstream:\n" << up.output << "--- ours:\n" << ours.output;
 		return a;
 	}
-	static inline std::string setup_error_;
 };
 
 std::string AsIs(const std::string &s) { return s; }
@@ -598,7 +572,7 @@ MemSnap Snapshot(Guest &g)
 	return s;
 }
 
-class OursReload : public VmSuite {
+class OursReload : public SmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
@@ -611,18 +585,8 @@ protected:
 		// measure the host here, not our code; lockdep-free 6.1 has no
 		// other detector these switch off.
 		o.extra_cmdline = "nosoftlockup rcupdate.rcu_cpu_stall_suppress=1";
-		StartLab(o, "OursReload");
-		if (lab_)
-			setup_error_ = BringUpWithSm(*lab_, "vm1");
+		StartWithSm(o, "OursReload", "vm1");
 	}
-	static void TearDownTestSuite() { StopLab(); }
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
-	static inline std::string setup_error_;
 
 	// `n` cycles; "" or what went wrong.
 	static std::string Cycles(Guest &g, int first, int n)

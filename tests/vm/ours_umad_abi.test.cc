@@ -18,22 +18,12 @@
 namespace iblab::vmtest {
 namespace {
 
-class OursUmadAbi : public VmSuite {
+class OursUmadAbi : public SmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartLab(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b"), "OursUmadAbi");
-		if (lab_)
-			setup_error_ = BringUpWithSm(*lab_, "vm0");
+		StartWithSm(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b"), "OursUmadAbi", "vm0");
 	}
-	static void TearDownTestSuite() { StopLab(); }
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
-	static inline std::string setup_error_;
 };
 
 TEST_F(OursUmadAbi, EveryCaseOfUmadAbiCheckPasses)

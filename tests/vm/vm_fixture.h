@@ -79,11 +79,25 @@ protected:
 	static inline std::string boot_error_;
 };
 
+// A suite with a setup step after the boot (bringing the fabric up): what
+// SetUpTestSuite stores in setup_error_ ("" for success) fails every test.
+class GatedSuite : public VmSuite {
+protected:
+	void SetUp() override
+	{
+		VmSuite::SetUp();
+		if (!setup_error_.empty())
+			GTEST_FAIL() << setup_error_;
+	}
+
+	static inline std::string setup_error_;
+};
+
 // Two upstream guests, vm0 and vm1, cabled back to back, with OpenSM in vm0:
 // the setting of the suites that move traffic. A suite calls BringUpPair()
 // from SetUpTestSuite (after StartLab(PairOptions(), ...)) and stores what it
 // returns in setup_error_; every test then fails early if that went wrong.
-class PairSuite : public VmSuite {
+class PairSuite : public GatedSuite {
 protected:
 	static LabOptions PairOptions()
 	{
@@ -118,14 +132,6 @@ protected:
 		return "";
 	}
 
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
-	}
-
-	static inline std::string setup_error_;
 };
 
 // --- the issue-4 suites: our stack beside the upstream one ---------------
@@ -195,6 +201,21 @@ inline std::string BringUpWithSm(Lab &lab, const std::string &sm, std::chrono::s
 	}
 	return "";
 }
+
+// A suite whose fabric comes up with OpenSM in one guest before its tests:
+// SetUpTestSuite calls StartWithSm(); a failed bring-up fails every test.
+class SmSuite : public GatedSuite {
+protected:
+	static void StartWithSm(LabOptions o, const std::string &suite, const std::string &sm)
+	{
+		setup_error_.clear();
+		StartLab(std::move(o), suite);
+		if (lab_)
+			setup_error_ = BringUpWithSm(*lab_, sm);
+	}
+
+	static void TearDownTestSuite() { StopLab(); }
+};
 
 // ASSERT_TRUE(Ok(r)) prints the command's result and output when it failed.
 inline ::testing::AssertionResult Ok(const ExecResult &r)

@@ -10,11 +10,13 @@
  * the port attributes; queries in flight keep the handle they were sent
  * with until their send completes.
  *
- * A query is a struct ib_sa_query inside a record-specific wrapper. It is
- * found by ID in sa_queries (for cancel), sends one MAD, and ends in the
- * MAD layer's send handler, which is the only place it is freed. The
- * consumer's callback runs exactly once: from the receive handler with the
- * SA's answer, or from the send handler on timeout, cancel or error.
+ * A query is a struct ib_sa_query; a per-kind descriptor (struct
+ * sa_rec_kind) says how its record is packed, unpacked and handed to the
+ * consumer's typed callback. It is found by ID in sa_queries (for cancel),
+ * sends one MAD, and ends in the MAD layer's send handler, which is the
+ * only place it is freed. The consumer's callback runs exactly once: from
+ * the receive handler with the SA's answer, or from the send handler on
+ * timeout, cancel or error.
  */
 
 #include <linux/err.h>
@@ -75,46 +77,60 @@ struct sa_device {
 	struct sa_port		ports[];
 };
 
+/* The consumer's callback, typed by the kind of record the query asks for. */
+union sa_callback {
+	void (*path)(int status, struct ib_sa_path_rec *resp, void *context);
+	void (*mcmember)(int status, struct ib_sa_mcmember_rec *resp,
+			 void *context);
+	void (*service)(int status, struct ib_sa_service_rec *resp,
+			void *context);
+};
+
+/* Room on the stack for any record an answer is unpacked into. */
+union sa_any_rec {
+	struct ib_sa_path_rec		path;
+	struct ib_sa_mcmember_rec	mcmember;
+	struct ib_sa_service_rec	service;
+};
+
+struct ib_sa_query;
+
+/**
+ * struct sa_rec_kind - what differs between the kinds of record queried
+ * @attr_id: the SA attribute ID (IB_SA_ATTR_*)
+ * @pack: writes a record into a MAD's data area
+ * @unpack: reads a record from an answer's data area
+ * @notify: calls the query's typed callback with @status and @rec (NULL
+ *	on error)
+ */
+struct sa_rec_kind {
+	u16	attr_id;
+	void	(*pack)(const void *rec, void *buf);
+	void	(*unpack)(const void *buf, union sa_any_rec *rec);
+	void	(*notify)(const struct ib_sa_query *query, int status,
+			  union sa_any_rec *rec);
+};
+
 /**
  * struct ib_sa_query - a query in flight
- * @deliver: hands the answer (a response MAD, or NULL with an error) to
- *	the consumer in the record's own terms
- * @release: frees the record-specific wrapper
+ * @kind: the kind of record asked for
+ * @callback: the consumer's callback, the member @kind names
+ * @context: for @callback
  * @port: the port it was sent on
  * @msg: its send buffer
  * @sm_ah: the SM handle it holds a count on
  * @id: its key in sa_queries
- * @answered: set once @deliver has run
+ * @answered: set once the callback has run
  */
 struct ib_sa_query {
-	void			(*deliver)(struct ib_sa_query *query, int status,
-					   const struct ib_sa_mad *mad);
-	void			(*release)(struct ib_sa_query *query);
-	struct sa_port		*port;
-	struct ib_mad_send_buf	*msg;
-	struct sa_sm_ah		*sm_ah;
-	int			id;
-	bool			answered;
-};
-
-struct sa_path_query {
-	void (*callback)(int status, struct ib_sa_path_rec *resp, void *context);
-	void			*context;
-	struct ib_sa_query	query;
-};
-
-struct sa_mcmember_query {
-	void (*callback)(int status, struct ib_sa_mcmember_rec *resp,
-			 void *context);
-	void			*context;
-	struct ib_sa_query	query;
-};
-
-struct sa_service_query {
-	void (*callback)(int status, struct ib_sa_service_rec *resp,
-			 void *context);
-	void			*context;
-	struct ib_sa_query	query;
+	const struct sa_rec_kind	*kind;
+	union sa_callback		callback;
+	void				*context;
+	struct sa_port			*port;
+	struct ib_mad_send_buf		*msg;
+	struct sa_sm_ah			*sm_ah;
+	int				id;
+	bool				answered;
 };
 
 static void sa_add_device(struct ib_device *device);
@@ -237,6 +253,23 @@ static int sa_send_errno(enum ib_wc_status status)
 	}
 }
 
+/*
+ * Hand the answer (@mad, or NULL with an error in @status) to the consumer
+ * in the record's own terms; the record is only valid during the call.
+ */
+static void sa_deliver(struct ib_sa_query *query, int status,
+		       const struct ib_sa_mad *mad)
+{
+	union sa_any_rec rec;
+
+	if (status || !mad) {
+		query->kind->notify(query, status ?: -EIO, NULL);
+		return;
+	}
+	query->kind->unpack(mad->data, &rec);
+	query->kind->notify(query, 0, &rec);
+}
+
 static void sa_forget_query(struct ib_sa_query *query)
 {
 	unsigned long flags;
@@ -253,14 +286,14 @@ static void sa_send_done(struct ib_mad_agent *agent,
 
 	if (!query->answered) {
 		query->answered = true;
-		query->deliver(query, wc->status == IB_WC_SUCCESS ? -EIO :
-			       sa_send_errno(wc->status), NULL);
+		sa_deliver(query, wc->status == IB_WC_SUCCESS ? -EIO :
+			   sa_send_errno(wc->status), NULL);
 	}
 
 	sa_forget_query(query);
 	ib_free_send_mad(query->msg);
 	sa_sm_ah_put(query->sm_ah);
-	query->release(query);
+	kfree(query);
 }
 
 static void sa_recv(struct ib_mad_agent *agent, struct ib_mad_send_buf *send_buf,
@@ -277,9 +310,9 @@ static void sa_recv(struct ib_mad_agent *agent, struct ib_mad_send_buf *send_buf
 	if (!query->answered) {
 		query->answered = true;
 		if (recv_wc->wc->status == IB_WC_SUCCESS)
-			query->deliver(query, ib_sa_status_errno(mad), mad);
+			sa_deliver(query, ib_sa_status_errno(mad), mad);
 		else
-			query->deliver(query, -EIO, NULL);
+			sa_deliver(query, -EIO, NULL);
 	}
 out:
 	ib_free_recv_mad(recv_wc);
@@ -296,16 +329,14 @@ static struct sa_port *sa_find_port(struct ib_device *device, u8 port_num)
 }
 
 /*
- * Build the MAD of @query on @port, give it an ID and post it. The caller
- * has set @query's deliver and release; on failure nothing was sent, no
- * callback will run, and the caller still owns (and frees) the wrapper.
- * @pack writes the record into the MAD's data area.
+ * Post @query on @port: take a count on the SM handle, build the MAD (with
+ * @rec packed the way @query's kind says), give it an ID and send it. On
+ * failure nothing was sent, no callback will run, and the caller still
+ * owns (and frees) @query.
  */
-static int sa_start_query(struct ib_sa_query *query, struct sa_port *port,
-			  u8 method, u16 attr_id, ib_sa_comp_mask comp_mask,
-			  int timeout_ms, gfp_t gfp,
-			  void (*pack)(const void *rec, void *buf),
-			  const void *rec)
+static int sa_post_query(struct ib_sa_query *query, struct sa_port *port,
+			 u8 method, ib_sa_comp_mask comp_mask, int timeout_ms,
+			 gfp_t gfp, const void *rec)
 {
 	struct ib_sa_mad *mad;
 	unsigned long flags;
@@ -338,8 +369,8 @@ static int sa_start_query(struct ib_sa_query *query, struct sa_port *port,
 	mad = query->msg->mad;
 	tid = (u64)port->agent->hi_tid << 32 |
 	      (u32)atomic_inc_return(&sa_tid_low);
-	ib_sa_format_request(mad, method, attr_id, comp_mask, tid);
-	pack(rec, mad->data);
+	ib_sa_format_request(mad, method, query->kind->attr_id, comp_mask, tid);
+	query->kind->pack(rec, mad->data);
 
 	idr_preload(gfp);
 	spin_lock_irqsave(&sa_queries_lock, flags);
@@ -398,29 +429,67 @@ void ib_sa_cancel_query(int id, struct ib_sa_query *query)
 }
 EXPORT_SYMBOL(ib_sa_cancel_query);
 
-static void sa_path_deliver(struct ib_sa_query *query, int status,
-			    const struct ib_sa_mad *mad)
+/*
+ * Start a query of @kind: check the method (the only ones the SA takes
+ * for a record are Get, Set and Delete) and the port, then allocate the
+ * query and post it. Returns the query ID or a negative errno; in the
+ * latter case *@query is NULL and no callback will run.
+ */
+static int sa_start_query(struct ib_device *device, u8 port_num, u8 method,
+			  const struct sa_rec_kind *kind, const void *rec,
+			  ib_sa_comp_mask comp_mask, int timeout_ms,
+			  gfp_t gfp_mask, union sa_callback callback,
+			  void *context, struct ib_sa_query **query)
 {
-	struct sa_path_query *pq = container_of(query, struct sa_path_query, query);
-	struct ib_sa_path_rec rec;
+	struct sa_port *port;
+	struct ib_sa_query *q;
+	int ret;
 
-	if (status || !mad) {
-		pq->callback(status ?: -EIO, NULL, pq->context);
-		return;
+	if (method != IB_MGMT_METHOD_GET && method != IB_MGMT_METHOD_SET &&
+	    method != IB_SA_METHOD_DELETE)
+		return -EINVAL;
+	port = sa_find_port(device, port_num);
+	if (!port)
+		return -ENODEV;
+	q = kzalloc(sizeof(*q), gfp_mask);
+	if (!q)
+		return -ENOMEM;
+	q->kind = kind;
+	q->callback = callback;
+	q->context = context;
+	*query = q;
+
+	ret = sa_post_query(q, port, method, comp_mask, timeout_ms, gfp_mask,
+			    rec);
+	if (ret < 0) {
+		*query = NULL;
+		kfree(q);
 	}
-	ib_sa_unpack_path_rec(mad->data, &rec);
-	pq->callback(0, &rec, pq->context);
-}
-
-static void sa_path_release(struct ib_sa_query *query)
-{
-	kfree(container_of(query, struct sa_path_query, query));
+	return ret;
 }
 
 static void sa_pack_path(const void *rec, void *buf)
 {
 	ib_sa_pack_path_rec(rec, buf);
 }
+
+static void sa_unpack_path(const void *buf, union sa_any_rec *rec)
+{
+	ib_sa_unpack_path_rec(buf, &rec->path);
+}
+
+static void sa_notify_path(const struct ib_sa_query *query, int status,
+			   union sa_any_rec *rec)
+{
+	query->callback.path(status, rec ? &rec->path : NULL, query->context);
+}
+
+static const struct sa_rec_kind sa_path_kind = {
+	.attr_id	= IB_SA_ATTR_PATH_REC,
+	.pack		= sa_pack_path,
+	.unpack		= sa_unpack_path,
+	.notify		= sa_notify_path,
+};
 
 /**
  * ib_sa_path_rec_get() - ask the SA for a path
@@ -453,56 +522,37 @@ int ib_sa_path_rec_get(struct ib_device *device, u8 port_num,
 		       void *context,
 		       struct ib_sa_query **query)
 {
-	struct sa_port *port = sa_find_port(device, port_num);
-	struct sa_path_query *pq;
-	int ret;
+	union sa_callback cb = { .path = callback };
 
-	if (!port)
-		return -ENODEV;
-	pq = kzalloc(sizeof(*pq), gfp_mask);
-	if (!pq)
-		return -ENOMEM;
-	pq->callback = callback;
-	pq->context = context;
-	pq->query.deliver = sa_path_deliver;
-	pq->query.release = sa_path_release;
-	*query = &pq->query;
-
-	ret = sa_start_query(&pq->query, port, IB_MGMT_METHOD_GET,
-			     IB_SA_ATTR_PATH_REC, comp_mask, timeout_ms,
-			     gfp_mask, sa_pack_path, rec);
-	if (ret < 0) {
-		*query = NULL;
-		kfree(pq);
-	}
-	return ret;
+	return sa_start_query(device, port_num, IB_MGMT_METHOD_GET,
+			      &sa_path_kind, rec, comp_mask, timeout_ms,
+			      gfp_mask, cb, context, query);
 }
 EXPORT_SYMBOL(ib_sa_path_rec_get);
-
-static void sa_mcmember_deliver(struct ib_sa_query *query, int status,
-				const struct ib_sa_mad *mad)
-{
-	struct sa_mcmember_query *mq =
-		container_of(query, struct sa_mcmember_query, query);
-	struct ib_sa_mcmember_rec rec;
-
-	if (status || !mad) {
-		mq->callback(status ?: -EIO, NULL, mq->context);
-		return;
-	}
-	ib_sa_unpack_mcmember_rec(mad->data, &rec);
-	mq->callback(0, &rec, mq->context);
-}
-
-static void sa_mcmember_release(struct ib_sa_query *query)
-{
-	kfree(container_of(query, struct sa_mcmember_query, query));
-}
 
 static void sa_pack_mcmember(const void *rec, void *buf)
 {
 	ib_sa_pack_mcmember_rec(rec, buf);
 }
+
+static void sa_unpack_mcmember(const void *buf, union sa_any_rec *rec)
+{
+	ib_sa_unpack_mcmember_rec(buf, &rec->mcmember);
+}
+
+static void sa_notify_mcmember(const struct ib_sa_query *query, int status,
+			       union sa_any_rec *rec)
+{
+	query->callback.mcmember(status, rec ? &rec->mcmember : NULL,
+				 query->context);
+}
+
+static const struct sa_rec_kind sa_mcmember_kind = {
+	.attr_id	= IB_SA_ATTR_MC_MEMBER_REC,
+	.pack		= sa_pack_mcmember,
+	.unpack		= sa_unpack_mcmember,
+	.notify		= sa_notify_mcmember,
+};
 
 /**
  * ib_sa_mcmember_rec_query() - send an MCMemberRecord request
@@ -532,59 +582,37 @@ int ib_sa_mcmember_rec_query(struct ib_device *device, u8 port_num,
 			     void *context,
 			     struct ib_sa_query **query)
 {
-	struct sa_port *port = sa_find_port(device, port_num);
-	struct sa_mcmember_query *mq;
-	int ret;
+	union sa_callback cb = { .mcmember = callback };
 
-	if (method != IB_MGMT_METHOD_GET && method != IB_MGMT_METHOD_SET &&
-	    method != IB_SA_METHOD_DELETE)
-		return -EINVAL;
-	if (!port)
-		return -ENODEV;
-	mq = kzalloc(sizeof(*mq), gfp_mask);
-	if (!mq)
-		return -ENOMEM;
-	mq->callback = callback;
-	mq->context = context;
-	mq->query.deliver = sa_mcmember_deliver;
-	mq->query.release = sa_mcmember_release;
-	*query = &mq->query;
-
-	ret = sa_start_query(&mq->query, port, method, IB_SA_ATTR_MC_MEMBER_REC,
-			     comp_mask, timeout_ms, gfp_mask,
-			     sa_pack_mcmember, rec);
-	if (ret < 0) {
-		*query = NULL;
-		kfree(mq);
-	}
-	return ret;
+	return sa_start_query(device, port_num, method, &sa_mcmember_kind, rec,
+			      comp_mask, timeout_ms, gfp_mask, cb, context,
+			      query);
 }
 EXPORT_SYMBOL(ib_sa_mcmember_rec_query);
-
-static void sa_service_deliver(struct ib_sa_query *query, int status,
-			       const struct ib_sa_mad *mad)
-{
-	struct sa_service_query *sq =
-		container_of(query, struct sa_service_query, query);
-	struct ib_sa_service_rec rec;
-
-	if (status || !mad) {
-		sq->callback(status ?: -EIO, NULL, sq->context);
-		return;
-	}
-	ib_sa_unpack_service_rec(mad->data, &rec);
-	sq->callback(0, &rec, sq->context);
-}
-
-static void sa_service_release(struct ib_sa_query *query)
-{
-	kfree(container_of(query, struct sa_service_query, query));
-}
 
 static void sa_pack_service(const void *rec, void *buf)
 {
 	ib_sa_pack_service_rec(rec, buf);
 }
+
+static void sa_unpack_service(const void *buf, union sa_any_rec *rec)
+{
+	ib_sa_unpack_service_rec(buf, &rec->service);
+}
+
+static void sa_notify_service(const struct ib_sa_query *query, int status,
+			      union sa_any_rec *rec)
+{
+	query->callback.service(status, rec ? &rec->service : NULL,
+				query->context);
+}
+
+static const struct sa_rec_kind sa_service_kind = {
+	.attr_id	= IB_SA_ATTR_SERVICE_REC,
+	.pack		= sa_pack_service,
+	.unpack		= sa_unpack_service,
+	.notify		= sa_notify_service,
+};
 
 /**
  * ib_sa_service_rec_query() - send a ServiceRecord request
@@ -614,32 +642,11 @@ int ib_sa_service_rec_query(struct ib_device *device, u8 port_num,
 			    void *context,
 			    struct ib_sa_query **query)
 {
-	struct sa_port *port = sa_find_port(device, port_num);
-	struct sa_service_query *sq;
-	int ret;
+	union sa_callback cb = { .service = callback };
 
-	if (method != IB_MGMT_METHOD_GET && method != IB_MGMT_METHOD_SET &&
-	    method != IB_SA_METHOD_DELETE)
-		return -EINVAL;
-	if (!port)
-		return -ENODEV;
-	sq = kzalloc(sizeof(*sq), gfp_mask);
-	if (!sq)
-		return -ENOMEM;
-	sq->callback = callback;
-	sq->context = context;
-	sq->query.deliver = sa_service_deliver;
-	sq->query.release = sa_service_release;
-	*query = &sq->query;
-
-	ret = sa_start_query(&sq->query, port, method, IB_SA_ATTR_SERVICE_REC,
-			     comp_mask, timeout_ms, gfp_mask,
-			     sa_pack_service, rec);
-	if (ret < 0) {
-		*query = NULL;
-		kfree(sq);
-	}
-	return ret;
+	return sa_start_query(device, port_num, method, &sa_service_kind, rec,
+			      comp_mask, timeout_ms, gfp_mask, cb, context,
+			      query);
 }
 EXPORT_SYMBOL(ib_sa_service_rec_query);
 

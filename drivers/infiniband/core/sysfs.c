@@ -41,7 +41,8 @@ struct ib_port;
 
 /*
  * An attribute of a port directory, or of one of its sub-directories.
- * @index is the table entry for gids/pkeys/gid_attrs files.
+ * @index is the table entry for gids/pkeys/gid_attrs files, and the
+ * enum ib_port_field for the default files ib_port_field_show() prints.
  */
 struct ib_port_file {
 	struct attribute attr;
@@ -112,49 +113,36 @@ static ssize_t ib_port_state_show(struct ib_port *port,
 			  names[pa.state] : "UNKNOWN");
 }
 
-static ssize_t ib_port_lid_show(struct ib_port *port,
-				struct ib_port_file *file, char *buf)
-{
-	struct ib_port_attr pa;
-	int ret = ib_query_port(port->ibdev, port->port_num, &pa);
+/* What ib_port_field_show() prints; the file's @index holds one. */
+enum ib_port_field {
+	IB_PORT_FIELD_LID,
+	IB_PORT_FIELD_LMC,
+	IB_PORT_FIELD_SM_LID,
+	IB_PORT_FIELD_SM_SL,
+	IB_PORT_FIELD_CAP_MASK,
+};
 
-	return ret ? ret : sysfs_emit(buf, "0x%x\n", pa.lid);
-}
-
-static ssize_t ib_port_lmc_show(struct ib_port *port,
-				struct ib_port_file *file, char *buf)
-{
-	struct ib_port_attr pa;
-	int ret = ib_query_port(port->ibdev, port->port_num, &pa);
-
-	return ret ? ret : sysfs_emit(buf, "%u\n", pa.lmc);
-}
-
-static ssize_t ib_port_sm_lid_show(struct ib_port *port,
-				   struct ib_port_file *file, char *buf)
-{
-	struct ib_port_attr pa;
-	int ret = ib_query_port(port->ibdev, port->port_num, &pa);
-
-	return ret ? ret : sysfs_emit(buf, "0x%x\n", pa.sm_lid);
-}
-
-static ssize_t ib_port_sm_sl_show(struct ib_port *port,
+/* lid, lid_mask_count, sm_lid, sm_sl, cap_mask: one field of the port's. */
+static ssize_t ib_port_field_show(struct ib_port *port,
 				  struct ib_port_file *file, char *buf)
 {
 	struct ib_port_attr pa;
 	int ret = ib_query_port(port->ibdev, port->port_num, &pa);
 
-	return ret ? ret : sysfs_emit(buf, "%u\n", pa.sm_sl);
-}
-
-static ssize_t ib_port_cap_mask_show(struct ib_port *port,
-				     struct ib_port_file *file, char *buf)
-{
-	struct ib_port_attr pa;
-	int ret = ib_query_port(port->ibdev, port->port_num, &pa);
-
-	return ret ? ret : sysfs_emit(buf, "0x%08x\n", pa.port_cap_flags);
+	if (ret)
+		return ret;
+	switch (file->index) {
+	case IB_PORT_FIELD_LID:
+		return sysfs_emit(buf, "0x%x\n", pa.lid);
+	case IB_PORT_FIELD_LMC:
+		return sysfs_emit(buf, "%u\n", pa.lmc);
+	case IB_PORT_FIELD_SM_LID:
+		return sysfs_emit(buf, "0x%x\n", pa.sm_lid);
+	case IB_PORT_FIELD_SM_SL:
+		return sysfs_emit(buf, "%u\n", pa.sm_sl);
+	default:
+		return sysfs_emit(buf, "0x%08x\n", pa.port_cap_flags);
+	}
 }
 
 /*
@@ -234,12 +222,20 @@ static ssize_t ib_port_link_layer_show(struct ib_port *port,
 		.show = _fn,						\
 	}
 
+/* A default port file printing one field, @_which of enum ib_port_field. */
+#define IB_PORT_FIELD(_file, _which)					\
+	static struct ib_port_file ib_port_file_##_file = {		\
+		.attr = { .name = #_file, .mode = 0444 },		\
+		.show = ib_port_field_show,				\
+		.index = _which,					\
+	}
+
 IB_PORT_RO(state, ib_port_state_show);
-IB_PORT_RO(lid, ib_port_lid_show);
-IB_PORT_RO(lid_mask_count, ib_port_lmc_show);
-IB_PORT_RO(sm_lid, ib_port_sm_lid_show);
-IB_PORT_RO(sm_sl, ib_port_sm_sl_show);
-IB_PORT_RO(cap_mask, ib_port_cap_mask_show);
+IB_PORT_FIELD(lid, IB_PORT_FIELD_LID);
+IB_PORT_FIELD(lid_mask_count, IB_PORT_FIELD_LMC);
+IB_PORT_FIELD(sm_lid, IB_PORT_FIELD_SM_LID);
+IB_PORT_FIELD(sm_sl, IB_PORT_FIELD_SM_SL);
+IB_PORT_FIELD(cap_mask, IB_PORT_FIELD_CAP_MASK);
 IB_PORT_RO(rate, ib_port_rate_show);
 IB_PORT_RO(phys_state, ib_port_phys_state_show);
 IB_PORT_RO(link_layer, ib_port_link_layer_show);

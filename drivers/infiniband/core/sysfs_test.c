@@ -144,6 +144,22 @@ static void st_put(struct ktest_dev *kd)
 	ib_dealloc_device(&kd->ibdev);
 }
 
+/* A file and what reading it gives ("E<errno>" when it cannot be opened). */
+struct st_file_case {
+	const char *path;
+	const char *want;
+};
+
+static void st_expect_files(struct kunit *test, struct ktest_dev *kd,
+			    const struct st_file_case *cases, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_STREQ_MSG(test, st_read(test, kd, cases[i].path),
+				       cases[i].want, "%s", cases[i].path);
+}
+
 static void st_device_files(struct kunit *test)
 {
 	struct ktest_dev *kd = st_register(test, false);
@@ -182,45 +198,32 @@ static void st_device_files(struct kunit *test)
 
 static void st_port_files(struct kunit *test)
 {
+	static const struct st_file_case cases[] = {
+		{ "ports/1/state", "4: ACTIVE\n" },
+		{ "ports/1/phys_state", "5: LinkUp\n" },
+		{ "ports/1/rate", "10 Gb/sec (4X SDR)\n" },
+		{ "ports/2/lid", "0x12\n" },
+		{ "ports/1/sm_lid", "0x1\n" },
+		{ "ports/1/sm_sl", "3\n" },
+		{ "ports/1/lid_mask_count", "0\n" },
+		{ "ports/1/cap_mask", "0x02510a68\n" },
+		{ "ports/1/link_layer", "InfiniBand\n" },
+		{ "ports/2/gids/3", "fe80:0000:0000:0000:0000:0000:0002:0003\n" },
+		{ "ports/2/pkeys/0", "0xffff\n" },
+		{ "ports/2/pkeys/1", "0x8201\n" },
+		{ "ports/1/gids/4", "E-2" },
+		{ "ports/3/state", "E-2" },
+		{ "ports/1/gid_attrs/types/0", "IB/RoCE v1\n" },
+		{ "ports/1/gid_attrs/ndevs/0", "E-22" },
+	};
 	struct ktest_dev *kd = st_register(test, false);
 	struct ib_event ev = {
 		.event = IB_EVENT_GID_CHANGE,
 		.element.port_num = 1,
 	};
 
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/state"),
-			   "4: ACTIVE\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/phys_state"),
-			   "5: LinkUp\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/rate"),
-			   "10 Gb/sec (4X SDR)\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/2/lid"), "0x12\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/sm_lid"), "0x1\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/sm_sl"), "3\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/lid_mask_count"),
-			   "0\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/cap_mask"),
-			   "0x02510a68\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/link_layer"),
-			   "InfiniBand\n");
+	st_expect_files(test, kd, cases, ARRAY_SIZE(cases));
 	KUNIT_EXPECT_EQ(test, st_mode(kd, "ports/1/state"), 0444);
-
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/2/gids/3"),
-			   "fe80:0000:0000:0000:0000:0000:0002:0003\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/2/pkeys/0"),
-			   "0xffff\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/2/pkeys/1"),
-			   "0x8201\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/1/gids/4"),
-			   "E-2");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd, "ports/3/state"), "E-2");
-
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/gid_attrs/types/0"),
-			   "IB/RoCE v1\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/gid_attrs/ndevs/0"),
-			   "E-22");
 
 	/* an all-zero GID is an empty entry: no type, and shown as zeros */
 	memset(&kd->gids[0][2], 0, sizeof(kd->gids[0][2]));
@@ -242,6 +245,15 @@ static void st_port_files(struct kunit *test)
 
 static void st_counters_basic(struct kunit *test)
 {
+	static const struct st_file_case cases[] = {
+		{ "ports/1/counters/local_link_integrity_errors", "9\n" },
+		{ "ports/1/counters/excessive_buffer_overrun_errors", "6\n" },
+		{ "ports/1/counters/port_xmit_data", "3735928559\n" },
+		{ "ports/1/counters/port_xmit_wait", "7\n" },
+		{ "ports/1/counters/VL15_dropped", "0\n" },
+		/* the extended-only counters are not there */
+		{ "ports/1/counters/unicast_xmit_packets", "E-2" },
+	};
 	struct ktest_dev *kd;
 
 	st_pma_caps = 0;
@@ -255,56 +267,34 @@ static void st_counters_basic(struct kunit *test)
 					 "ports/1/counters/link_error_recovery"),
 			   "171\n");
 	KUNIT_EXPECT_EQ(test, st_last_port_select, 1);
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/local_link_integrity_errors"),
-			   "9\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/excessive_buffer_overrun_errors"),
-			   "6\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/port_xmit_data"),
-			   "3735928559\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/port_xmit_wait"),
-			   "7\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/VL15_dropped"),
-			   "0\n");
+	st_expect_files(test, kd, cases, ARRAY_SIZE(cases));
 	KUNIT_EXPECT_EQ(test, st_mode(kd, "ports/1/counters/symbol_error"),
 			0444);
-	/* the extended-only counters are not there */
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/unicast_xmit_packets"),
-			   "E-2");
 	st_put(kd);
 }
 
 static void st_counters_extended(struct kunit *test)
 {
+	static const struct st_file_case full[] = {
+		{ "ports/1/counters/port_xmit_data", "72057594037927938\n" },
+		{ "ports/1/counters/unicast_xmit_packets", "9\n" },
+		{ "ports/1/counters/symbol_error", "4660\n" },
+	};
+	/* without the IETF counters: 64-bit data, no unicast/multicast */
+	static const struct st_file_case noietf[] = {
+		{ "ports/1/counters/port_xmit_data", "72057594037927938\n" },
+		{ "ports/1/counters/unicast_xmit_packets", "E-2" },
+	};
 	struct ktest_dev *kd;
 
 	st_pma_caps = cpu_to_be16(1 << 9);
 	kd = st_register(test, true);
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/port_xmit_data"),
-			   "72057594037927938\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/unicast_xmit_packets"),
-			   "9\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/symbol_error"),
-			   "4660\n");
+	st_expect_files(test, kd, full, ARRAY_SIZE(full));
 	st_put(kd);
 
-	/* without the IETF counters: 64-bit data, no unicast/multicast */
 	st_pma_caps = cpu_to_be16(1 << 10);
 	kd = st_register(test, true);
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/port_xmit_data"),
-			   "72057594037927938\n");
-	KUNIT_EXPECT_STREQ(test, st_read(test, kd,
-					 "ports/1/counters/unicast_xmit_packets"),
-			   "E-2");
+	st_expect_files(test, kd, noietf, ARRAY_SIZE(noietf));
 	st_put(kd);
 	st_pma_caps = 0;
 }

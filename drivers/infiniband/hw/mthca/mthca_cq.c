@@ -92,6 +92,74 @@ void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset)
 }
 
 /**
+ * mthca_dp_number_get() - give a new object a number and its context entry
+ * @dev: the device
+ * @xa: the number table; the number is reserved there (entry NULL, so
+ *	events do not find the object until the caller stores it)
+ * @first: the lowest number to hand out (those below are reserved)
+ * @count: how many numbers the table has
+ * @icm: the context table whose entry for the number is mapped
+ * @num: set to the number
+ *
+ * Process context; sleeps.
+ *
+ * Return: 0, or a negative errno with nothing taken.
+ */
+int mthca_dp_number_get(struct mthca_dev *dev, struct xarray *xa,
+			u32 first, u32 count, struct mthca_icm_table *icm,
+			u32 *num)
+{
+	int err;
+
+	err = xa_alloc_irq(xa, num, NULL, XA_LIMIT(first, count - 1),
+			   GFP_KERNEL);
+	if (err)
+		return err;
+	err = mthca_icm_table_get(dev, icm, *num);
+	if (err)
+		xa_erase_irq(xa, *num);
+	return err;
+}
+
+/**
+ * mthca_dp_number_put() - undo mthca_dp_number_get()
+ * @dev: the device
+ * @xa: the number table
+ * @icm: the context table
+ * @num: the number
+ */
+void mthca_dp_number_put(struct mthca_dev *dev, struct xarray *xa,
+			 struct mthca_icm_table *icm, u32 num)
+{
+	mthca_icm_table_put(dev, icm, num);
+	xa_erase_irq(xa, num);
+}
+
+/**
+ * mthca_dp_raise_event() - hand an asynchronous event to an object
+ * @dev: the device
+ * @ev: the event, with its element set by the caller
+ * @type: the event type
+ * @handler: the object's event handler, or NULL for none
+ * @context: for @handler
+ * @life: the object's lifetime, pinned by the lookup; released here
+ *
+ * For the EQ handler, after mthca_dp_event_target() found the object.
+ */
+void mthca_dp_raise_event(struct mthca_dev *dev, struct ib_event *ev,
+			  enum ib_event_type type,
+			  void (*handler)(struct ib_event *event, void *context),
+			  void *context, struct mthca_dp_life *life)
+{
+	if (handler) {
+		ev->device = &dev->ib_dev;
+		ev->event = type;
+		handler(ev, context);
+	}
+	mthca_dp_life_put(life);
+}
+
+/**
  * mthca_cq_completion() - a completion event for a CQ arrived
  * @dev: the device
  * @cqn: the CQ number from the EQE
@@ -125,23 +193,16 @@ void mthca_cq_completion(struct mthca_dev *dev, u32 cqn)
  */
 void mthca_cq_event(struct mthca_dev *dev, u32 cqn, enum ib_event_type type)
 {
-	struct mthca_cq *cq = mthca_dp_find(&dev->cq_table.objs, cqn,
-					     struct mthca_cq);
+	struct mthca_cq *cq;
 	struct ib_event ev;
 
-	if (!cq) {
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "async event %d for unknown CQ %06x\n",
-				     type, cqn);
+	cq = mthca_dp_event_target(dev, &dev->cq_table.objs, cqn, type,
+				   "CQ", struct mthca_cq);
+	if (!cq)
 		return;
-	}
-	if (cq->ibcq.event_handler) {
-		ev.device = &dev->ib_dev;
-		ev.event = type;
-		ev.element.cq = &cq->ibcq;
-		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
-	}
-	mthca_dp_life_put(&cq->life);
+	ev.element.cq = &cq->ibcq;
+	mthca_dp_raise_event(dev, &ev, type, cq->ibcq.event_handler,
+			     cq->ibcq.cq_context, &cq->life);
 }
 
 /* The work completion status of each error syndrome. */
@@ -463,22 +524,17 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	mutex_init(&cq->resize_mutex);
 	mthca_dp_life_init(&cq->life);
 
-	err = xa_alloc_irq(&tab->objs, &cqn, NULL,
-			   XA_LIMIT(dev->limits.reserved_cqs,
-				    dev->limits.num_cqs - 1), GFP_KERNEL);
+	err = mthca_dp_number_get(dev, &tab->objs, dev->limits.reserved_cqs,
+				  dev->limits.num_cqs, dev->icm_cqc, &cqn);
 	if (err)
 		goto err_free;
 	cq->cqn = cqn;
-
-	err = mthca_icm_table_get(dev, dev->icm_cqc, cqn);
-	if (err)
-		goto err_num;
 
 	cq->set_ci_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_SET_CI, cqn,
 					     &cq->set_ci_db);
 	if (cq->set_ci_db_index < 0) {
 		err = -ENOMEM;
-		goto err_icm;
+		goto err_num;
 	}
 	cq->arm_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_ARM, cqn,
 					  &cq->arm_db);
@@ -532,10 +588,8 @@ err_arm_db:
 	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
 err_ci_db:
 	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
-err_icm:
-	mthca_icm_table_put(dev, dev->icm_cqc, cqn);
 err_num:
-	xa_erase_irq(&tab->objs, cqn);
+	mthca_dp_number_put(dev, &tab->objs, dev->icm_cqc, cqn);
 err_free:
 	kfree(cq);
 	return ERR_PTR(err);
@@ -579,8 +633,7 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 	mthca_dp_buf_free(dev, &cq->buf);
 	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
 	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
-	mthca_icm_table_put(dev, dev->icm_cqc, cq->cqn);
-	xa_erase_irq(&dev->cq_table.objs, cq->cqn);
+	mthca_dp_number_put(dev, &dev->cq_table.objs, dev->icm_cqc, cq->cqn);
 	kfree(cq);
 	return 0;
 }

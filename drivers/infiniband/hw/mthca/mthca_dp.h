@@ -133,9 +133,40 @@ static inline void mthca_dp_life_end(struct mthca_dp_life *life)
 
 void *mthca_dp_find_pinned(struct xarray *xa, u32 num, size_t life_offset);
 
+struct mthca_icm_table;
+
+int mthca_dp_number_get(struct mthca_dev *dev, struct xarray *xa,
+			u32 first, u32 count, struct mthca_icm_table *icm,
+			u32 *num);
+void mthca_dp_number_put(struct mthca_dev *dev, struct xarray *xa,
+			 struct mthca_icm_table *icm, u32 num);
+
 /* Look up number @num of @xa and pin the object, of @type; NULL if none. */
 #define mthca_dp_find(xa, num, type) \
 	((type *)mthca_dp_find_pinned(xa, num, offsetof(type, life)))
+
+/*
+ * For the EQ handler: look up and pin the object, of @type, that an
+ * asynchronous event @ev names by @num in @xa; NULL (with a rate-limited
+ * warning naming the object as @what) when there is none.
+ */
+#define mthca_dp_event_target(mdev, xa, num, ev, what, type)		\
+({									\
+	struct mthca_dev *__dev = (mdev);				\
+	u32 __num = (num);						\
+	type *__obj = mthca_dp_find(xa, __num, type);			\
+									\
+	if (!__obj)							\
+		dev_warn_ratelimited(&__dev->pdev->dev,			\
+				     "async event %d for unknown "	\
+				     what " %06x\n", ev, __num);	\
+	__obj;								\
+})
+
+void mthca_dp_raise_event(struct mthca_dev *dev, struct ib_event *ev,
+			  enum ib_event_type type,
+			  void (*handler)(struct ib_event *event, void *context),
+			  void *context, struct mthca_dp_life *life);
 
 /**
  * struct mthca_cq - a completion queue

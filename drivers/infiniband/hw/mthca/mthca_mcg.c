@@ -88,45 +88,53 @@ static int mgm_find(struct mthca_dev *dev, const u8 *gid,
 	return 0;
 }
 
-/**
- * mthca_dp_attach_mcast() - add a QP to a multicast group
- * @ibqp: the QP (UD)
- * @gid: the group's MGID
- * @lid: the group's MLID (the HCA matches on the MGID)
- *
- * Return: 0 (also when the QP is attached already), -ENOMEM when the
- * group or the AMGM is full, or a firmware error.
+/*
+ * Look @gid's group up and apply @change to it for @ibqp. @change runs
+ * with the table mutex held: @box holds the entry mgm_find() left, @prev
+ * and @index are as it set them, @me is the QP's entry (valid bit set).
  */
-int mthca_dp_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+static int mgm_change(struct ib_qp *ibqp, const union ib_gid *gid,
+		      int (*change)(struct mthca_dev *dev,
+				    struct mthca_mailbox *box,
+				    const union ib_gid *gid, __be32 me,
+				    int prev, int index))
 {
 	struct mthca_dev *dev = to_mdev(ibqp->device);
 	struct mthca_mcg_table *tab = &dev->mcg_table;
 	__be32 me = cpu_to_be32(to_mqp(ibqp)->qpn | MTHCA_MGM_QP_VALID);
 	struct mthca_mailbox *box;
-	struct mthca_mgm *mgm;
-	int index, prev, i;
-	int new_entry = -1;
+	int index, prev;
 	int err;
 
 	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	if (IS_ERR(box))
 		return PTR_ERR(box);
-	mgm = box->buf;
 
 	mutex_lock(&tab->mutex);
 	err = mgm_find(dev, gid->raw, box, &prev, &index);
-	if (err)
-		goto out;
+	if (!err)
+		err = change(dev, box, gid, me, prev, index);
+	mutex_unlock(&tab->mutex);
+	mthca_mailbox_free(dev, box);
+	return err;
+}
+
+static int mgm_add_qp(struct mthca_dev *dev, struct mthca_mailbox *box,
+		      const union ib_gid *gid, __be32 me, int prev, int index)
+{
+	struct mthca_mcg_table *tab = &dev->mcg_table;
+	struct mthca_mgm *mgm = box->buf;
+	int new_entry = -1;
+	int i, err = 0;
+
 	if (index == -1) {
 		/* Chain a fresh AMGM entry after the last one. */
 		new_entry = ida_alloc_range(&tab->amgm, dev->limits.num_mgms,
 					    dev->limits.num_mgms +
 					    dev->limits.num_amgms - 1,
 					    GFP_KERNEL);
-		if (new_entry < 0) {
-			err = -ENOMEM;
-			goto out;
-		}
+		if (new_entry < 0)
+			return -ENOMEM;
 		index = new_entry;
 		memset(mgm, 0, sizeof(*mgm));
 	}
@@ -157,8 +165,72 @@ int mthca_dp_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 out:
 	if (err && new_entry >= 0)
 		ida_free(&tab->amgm, new_entry);
-	mutex_unlock(&tab->mutex);
-	mthca_mailbox_free(dev, box);
+	return err;
+}
+
+/**
+ * mthca_dp_attach_mcast() - add a QP to a multicast group
+ * @ibqp: the QP (UD)
+ * @gid: the group's MGID
+ * @lid: the group's MLID (the HCA matches on the MGID)
+ *
+ * Return: 0 (also when the QP is attached already), -ENOMEM when the
+ * group or the AMGM is full, or a firmware error.
+ */
+int mthca_dp_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return mgm_change(ibqp, gid, mgm_add_qp);
+}
+
+static int mgm_remove_qp(struct mthca_dev *dev, struct mthca_mailbox *box,
+			 const union ib_gid *gid, __be32 me, int prev,
+			 int index)
+{
+	struct mthca_mcg_table *tab = &dev->mcg_table;
+	struct mthca_mgm *mgm = box->buf;
+	int i, pos = -1;
+	u32 next;
+	int err;
+
+	if (index == -1 || !memchr_inv(mgm->gid, 0, 16))
+		return -EINVAL;
+	for (i = 0; i < MTHCA_MGM_QPS; i++) {
+		if (mgm->qp[i] == me)
+			pos = i;
+		if (!(mgm->qp[i] & cpu_to_be32(MTHCA_MGM_QP_VALID)))
+			break;
+	}
+	if (pos < 0)
+		return -EINVAL;
+	/* Keep the QP list dense: the last one fills the hole. */
+	mgm->qp[pos] = mgm->qp[i - 1];
+	mgm->qp[i - 1] = 0;
+	err = mgm_write(dev, index, box);
+	if (err || i > 1)
+		return err;
+
+	/* The group is empty: take its entry out of the chain. */
+	next = mgm_next(mgm);
+	if (prev == -1) {
+		if (next) {
+			err = mgm_read(dev, next, box);
+			if (err)
+				return err;
+		} else {
+			memset(mgm->gid, 0, 16);
+		}
+		err = mgm_write(dev, index, box);
+		if (!err && next)
+			ida_free(&tab->amgm, next);
+	} else {
+		err = mgm_read(dev, prev, box);
+		if (err)
+			return err;
+		mgm->next = cpu_to_be32(next << 6);
+		err = mgm_write(dev, prev, box);
+		if (!err)
+			ida_free(&tab->amgm, index);
+	}
 	return err;
 }
 
@@ -176,71 +248,7 @@ out:
  */
 int mthca_dp_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
-	struct mthca_dev *dev = to_mdev(ibqp->device);
-	struct mthca_mcg_table *tab = &dev->mcg_table;
-	__be32 me = cpu_to_be32(to_mqp(ibqp)->qpn | MTHCA_MGM_QP_VALID);
-	struct mthca_mailbox *box;
-	struct mthca_mgm *mgm;
-	int index, prev, i, pos = -1;
-	u32 next;
-	int err;
-
-	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
-	if (IS_ERR(box))
-		return PTR_ERR(box);
-	mgm = box->buf;
-
-	mutex_lock(&tab->mutex);
-	err = mgm_find(dev, gid->raw, box, &prev, &index);
-	if (err)
-		goto out;
-	if (index == -1 || !memchr_inv(mgm->gid, 0, 16)) {
-		err = -EINVAL;
-		goto out;
-	}
-	for (i = 0; i < MTHCA_MGM_QPS; i++) {
-		if (mgm->qp[i] == me)
-			pos = i;
-		if (!(mgm->qp[i] & cpu_to_be32(MTHCA_MGM_QP_VALID)))
-			break;
-	}
-	if (pos < 0) {
-		err = -EINVAL;
-		goto out;
-	}
-	/* Keep the QP list dense: the last one fills the hole. */
-	mgm->qp[pos] = mgm->qp[i - 1];
-	mgm->qp[i - 1] = 0;
-	err = mgm_write(dev, index, box);
-	if (err || i > 1)
-		goto out;
-
-	/* The group is empty: take its entry out of the chain. */
-	next = mgm_next(mgm);
-	if (prev == -1) {
-		if (next) {
-			err = mgm_read(dev, next, box);
-			if (err)
-				goto out;
-		} else {
-			memset(mgm->gid, 0, 16);
-		}
-		err = mgm_write(dev, index, box);
-		if (!err && next)
-			ida_free(&tab->amgm, next);
-	} else {
-		err = mgm_read(dev, prev, box);
-		if (err)
-			goto out;
-		mgm->next = cpu_to_be32(next << 6);
-		err = mgm_write(dev, prev, box);
-		if (!err)
-			ida_free(&tab->amgm, index);
-	}
-out:
-	mutex_unlock(&tab->mutex);
-	mthca_mailbox_free(dev, box);
-	return err;
+	return mgm_change(ibqp, gid, mgm_remove_qp);
 }
 
 /**

@@ -64,6 +64,19 @@ static int smp_get(struct mthca_dev *dev, struct mthca_smp_query *q,
 	return 0;
 }
 
+/*
+ * smp_get() into a query allocated here.  The caller kfree()s *@q whatever
+ * the result (it is NULL when the allocation failed).
+ */
+static int smp_get_alloc(struct mthca_dev *dev, struct mthca_smp_query **q,
+			 u16 attr, u32 mod, u8 port)
+{
+	*q = kmalloc(sizeof(**q), GFP_KERNEL);
+	if (!*q)
+		return -ENOMEM;
+	return smp_get(dev, *q, attr, mod, port);
+}
+
 static int mthca_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *props)
 {
@@ -72,10 +85,7 @@ static int mthca_query_device(struct ib_device *ibdev,
 	struct mthca_smp_query *q;
 	int ret;
 
-	q = kmalloc(sizeof(*q), GFP_KERNEL);
-	if (!q)
-		return -ENOMEM;
-	ret = smp_get(dev, q, ATTR_NODE_INFO, 0, 1);
+	ret = smp_get_alloc(dev, &q, ATTR_NODE_INFO, 0, 1);
 	if (ret)
 		goto out;
 
@@ -143,10 +153,7 @@ static int mthca_query_port(struct ib_device *ibdev, u8 port,
 
 	if (port < 1 || port > dev->limits.num_ports)
 		return -EINVAL;
-	q = kmalloc(sizeof(*q), GFP_KERNEL);
-	if (!q)
-		return -ENOMEM;
-	ret = smp_get(dev, q, ATTR_PORT_INFO, port, port);
+	ret = smp_get_alloc(dev, &q, ATTR_PORT_INFO, port, port);
 	if (ret)
 		goto out;
 
@@ -187,11 +194,8 @@ static int mthca_query_gid(struct ib_device *ibdev, u8 port, int index,
 	if (port < 1 || port > dev->limits.num_ports || index < 0 ||
 	    index >= dev->limits.gid_table_len)
 		return -EINVAL;
-	q = kmalloc(sizeof(*q), GFP_KERNEL);
-	if (!q)
-		return -ENOMEM;
 	/* Subnet prefix from PortInfo, interface ID from GUIDInfo. */
-	ret = smp_get(dev, q, ATTR_PORT_INFO, port, port);
+	ret = smp_get_alloc(dev, &q, ATTR_PORT_INFO, port, port);
 	if (ret)
 		goto out;
 	memcpy(gid->raw, q->out.data + 8, 8);
@@ -214,10 +218,7 @@ static int mthca_query_pkey(struct ib_device *ibdev, u8 port, u16 index,
 	if (port < 1 || port > dev->limits.num_ports ||
 	    index >= dev->limits.pkey_table_len)
 		return -EINVAL;
-	q = kmalloc(sizeof(*q), GFP_KERNEL);
-	if (!q)
-		return -ENOMEM;
-	ret = smp_get(dev, q, ATTR_PKEY_TABLE, index / 32, port);
+	ret = smp_get_alloc(dev, &q, ATTR_PKEY_TABLE, index / 32, port);
 	if (!ret)
 		*pkey = get_unaligned_be16(q->out.data + (index % 32) * 2);
 	kfree(q);
@@ -459,10 +460,7 @@ static int node_info_read(struct mthca_dev *dev)
 	struct mthca_smp_query *q;
 	int ret;
 
-	q = kmalloc(sizeof(*q), GFP_KERNEL);
-	if (!q)
-		return -ENOMEM;
-	ret = smp_get(dev, q, ATTR_NODE_DESC, 0, 1);
+	ret = smp_get_alloc(dev, &q, ATTR_NODE_DESC, 0, 1);
 	if (ret)
 		goto out;
 	memcpy(dev->ib_dev.node_desc, q->out.data,

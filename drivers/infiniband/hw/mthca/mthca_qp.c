@@ -237,23 +237,16 @@ static void qp_link_rings(struct mthca_qp *qp)
  */
 void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type)
 {
-	struct mthca_qp *qp = mthca_dp_find(&dev->qp_table.objs, qpn,
-					     struct mthca_qp);
+	struct mthca_qp *qp;
 	struct ib_event ev;
 
-	if (!qp) {
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "async event %d for unknown QP %06x\n",
-				     type, qpn);
+	qp = mthca_dp_event_target(dev, &dev->qp_table.objs, qpn, type,
+				   "QP", struct mthca_qp);
+	if (!qp)
 		return;
-	}
-	if (qp->ibqp.event_handler) {
-		ev.device = &dev->ib_dev;
-		ev.event = type;
-		ev.element.qp = &qp->ibqp;
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
-	mthca_dp_life_put(&qp->life);
+	ev.element.qp = &qp->ibqp;
+	mthca_dp_raise_event(dev, &ev, type, qp->ibqp.event_handler,
+			     qp->ibqp.qp_context, &qp->life);
 }
 
 /* Size the queues of @qp for @cap; fills max, max_gs and the strides. */

@@ -53,23 +53,16 @@ static int *srq_link(void *wqe)
  */
 void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type)
 {
-	struct mthca_srq *srq = mthca_dp_find(&dev->srq_table.objs, srqn,
-					       struct mthca_srq);
+	struct mthca_srq *srq;
 	struct ib_event ev;
 
-	if (!srq) {
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "async event %d for unknown SRQ %06x\n",
-				     type, srqn);
+	srq = mthca_dp_event_target(dev, &dev->srq_table.objs, srqn, type,
+				    "SRQ", struct mthca_srq);
+	if (!srq)
 		return;
-	}
-	if (srq->ibsrq.event_handler) {
-		ev.device = &dev->ib_dev;
-		ev.event = type;
-		ev.element.srq = &srq->ibsrq;
-		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
-	}
-	mthca_dp_life_put(&srq->life);
+	ev.element.srq = &srq->ibsrq;
+	mthca_dp_raise_event(dev, &ev, type, srq->ibsrq.event_handler,
+			     srq->ibsrq.srq_context, &srq->life);
 }
 
 /**
@@ -140,20 +133,15 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	mutex_init(&srq->mutex);
 	mthca_dp_life_init(&srq->life);
 
-	err = xa_alloc_irq(&tab->objs, &srqn, NULL,
-			   XA_LIMIT(dev->limits.reserved_srqs,
-				    dev->limits.num_srqs - 1), GFP_KERNEL);
+	err = mthca_dp_number_get(dev, &tab->objs, dev->limits.reserved_srqs,
+				  dev->limits.num_srqs, dev->icm_srqc, &srqn);
 	if (err)
 		goto err_free;
 	srq->srqn = srqn;
-
-	err = mthca_icm_table_get(dev, dev->icm_srqc, srqn);
-	if (err)
-		goto err_num;
 	srq->db_index = mthca_db_alloc(dev, MTHCA_DB_SRQ, srqn, &srq->db);
 	if (srq->db_index < 0) {
 		err = -ENOMEM;
-		goto err_icm;
+		goto err_num;
 	}
 	srq->wrid = kcalloc(srq->max, sizeof(u64), GFP_KERNEL);
 	if (!srq->wrid) {
@@ -226,10 +214,8 @@ err_wrid:
 	kfree(srq->wrid);
 err_db:
 	mthca_db_free(dev, MTHCA_DB_SRQ, srq->db_index);
-err_icm:
-	mthca_icm_table_put(dev, dev->icm_srqc, srqn);
 err_num:
-	xa_erase_irq(&tab->objs, srqn);
+	mthca_dp_number_put(dev, &tab->objs, dev->icm_srqc, srqn);
 err_free:
 	kfree(srq);
 	return ERR_PTR(err);
@@ -323,8 +309,8 @@ int mthca_dp_destroy_srq(struct ib_srq *ibsrq)
 	mthca_dp_buf_free(dev, &srq->buf);
 	kfree(srq->wrid);
 	mthca_db_free(dev, MTHCA_DB_SRQ, srq->db_index);
-	mthca_icm_table_put(dev, dev->icm_srqc, srq->srqn);
-	xa_erase_irq(&dev->srq_table.objs, srq->srqn);
+	mthca_dp_number_put(dev, &dev->srq_table.objs, dev->icm_srqc,
+			    srq->srqn);
 	kfree(srq);
 	return 0;
 }

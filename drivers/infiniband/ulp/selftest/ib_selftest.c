@@ -880,31 +880,29 @@ static int st_rdma(struct st_dev *sd, const char *test, enum ib_wr_opcode op,
 		       "RDMA read completion" : "RDMA write completion");
 }
 
-static int st_test_rc_send(struct st_dev *sd)
+/* A send test: @len bytes of data the peer verifies, over RC or UD. */
+static int st_send_test(struct st_dev *sd, const char *test, bool ud, u32 len)
 {
-	u32 len = ST_MSG_BYTES - sizeof(struct st_msg);
 	int ret;
 
-	ret = st_request(sd, "rc_send", false, ST_MSG_DATA, get_random_u32(),
-			 len);
+	ret = st_request(sd, test, ud, ST_MSG_DATA, get_random_u32(), len);
 	if (!ret)
 		snprintf(sd->result, sizeof(sd->result),
-			 "PASS rc_send: %u bytes verified by the peer\n", len);
+			 "PASS %s: %u bytes verified by the peer\n", test, len);
 	return ret;
+}
+
+static int st_test_rc_send(struct st_dev *sd)
+{
+	return st_send_test(sd, "rc_send", false,
+			    ST_MSG_BYTES - sizeof(struct st_msg));
 }
 
 static int st_test_ud_send(struct st_dev *sd)
 {
-	u32 len = min_t(u32, ib_mtu_enum_to_int(sd->mtu), ST_UD_MAX) -
-		  sizeof(struct st_msg);
-	int ret;
-
-	ret = st_request(sd, "ud_send", true, ST_MSG_DATA, get_random_u32(),
-			 len);
-	if (!ret)
-		snprintf(sd->result, sizeof(sd->result),
-			 "PASS ud_send: %u bytes verified by the peer\n", len);
-	return ret;
+	return st_send_test(sd, "ud_send", true,
+			    min_t(u32, ib_mtu_enum_to_int(sd->mtu), ST_UD_MAX) -
+			    sizeof(struct st_msg));
 }
 
 static int st_test_rdma_write(struct st_dev *sd)
