@@ -11,6 +11,7 @@
 // EINVAL in ours, sent as given by upstream). Everything else is asserted
 // the same for both stacks.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "vm_fixture.h"
@@ -22,7 +23,12 @@ class OursUmadAbi : public SmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartWithSm(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b"), "OursUmadAbi", "vm0");
+		LabOptions o = MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b");
+		// The checker runs from the build tree, which the guest may not see
+		// through its root (a clone under /tmp is hidden by the guest's
+		// tmpfs there): share its directory at the same path.
+		o.shares.push_back(std::filesystem::path(UMAD_ABI_CHECK_BINARY).parent_path().string());
+		StartWithSm(o, "OursUmadAbi", "vm0");
 	}
 };
 
