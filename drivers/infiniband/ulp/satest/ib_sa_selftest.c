@@ -482,9 +482,9 @@ static int sat_cmd_path_unknown(const char *cmd, char *arg)
 		return 0;
 
 	/*
-	 * The SA refuses with ERR_NO_RECORDS (-ENOENT) or, as OpenSM does
-	 * for a DGID of no port, ERR_REQ_INVALID_GID (-EINVAL).  Anything
-	 * else is not an answer to this question.
+	 * The SA refuses with ERR_NO_RECORDS (-ENOENT; OpenSM 3.3 does so)
+	 * or ERR_REQ_INVALID_GID (-EINVAL, an "other" status to ib_sa).
+	 * Anything else is not an answer to this question.
 	 */
 	status = call->status;
 	if (status == -ENOENT || status == -EINVAL)
@@ -638,8 +638,10 @@ static void sat_leave(const char *cmd, const union ib_gid *mgid,
 	} else {
 		if (sat_joined && sat_gid_eq(mgid, &sat_joined_mgid))
 			sat_joined = false;
-		sat_report(true, cmd, "left mgid %pI6 (mlid 0x%04x)",
-			   mgid->raw, be16_to_cpu(call->rec.mc.mlid));
+		/* The SA echoes the member record it deleted. */
+		sat_report(true, cmd, "mgid %pI6 port_gid %pI6 join_state %u",
+			   call->rec.mc.mgid.raw, call->rec.mc.port_gid.raw,
+			   call->rec.mc.join_state);
 	}
 	sat_call_put(call);
 }
