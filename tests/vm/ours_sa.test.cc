@@ -48,19 +48,16 @@ unsigned long Hex(const std::string &s)
 	return std::stoul(s, nullptr, 16);
 }
 
-class OursSa : public VmSuite {
+class OursSa : public SmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
 		if (OursRole() != Stack::Ours)
 			return;  // ib_sa_selftest runs on our ib_sa only (see SetUp)
-		StartLab(MixedOptions({{"vm0", Stack::Ours}, {"vm1", Stack::Upstream}},
-				      IBSTACK_TOPOLOGY_DIR "/switch2.topo"),
-			 "OursSa");
-		if (!lab_)
-			return;
-		setup_error_ = BringUpWithSm(*lab_, "vm1");
-		if (!setup_error_.empty())
+		StartWithSm(MixedOptions({{"vm0", Stack::Ours}, {"vm1", Stack::Upstream}},
+					 IBSTACK_TOPOLOGY_DIR "/switch2.topo"),
+			    "OursSa", "vm1");
+		if (!lab_ || !setup_error_.empty())
 			return;
 		auto r = guest("vm0").exec("modprobe ib_sa_selftest && test -w " + kRun, 60s);
 		if (!r.ok()) {
@@ -79,17 +76,13 @@ protected:
 		}
 		setup_error_ = "vm0: ib_sa had no SM handle 30 s after the port went ACTIVE";
 	}
-	static void TearDownTestSuite() { StopLab(); }
 	void SetUp() override
 	{
 		if (OursRole() != Stack::Ours)
 			GTEST_SKIP() << "ib_sa_selftest is built against our ib_sa; nothing to run with "
 					"IBSTACK_OURS_STACK=upstream";
-		VmSuite::SetUp();
-		if (!setup_error_.empty())
-			GTEST_FAIL() << setup_error_;
+		SmSuite::SetUp();
 	}
-	static inline std::string setup_error_;
 
 	// Runs one command of ib_sa_selftest in vm0; returns the result line.
 	static std::string Command(const std::string &cmd)
