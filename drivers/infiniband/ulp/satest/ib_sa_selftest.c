@@ -47,7 +47,7 @@ MODULE_DESCRIPTION("Runtime test of the InfiniBand SA queries (ib_sa)");
 MODULE_LICENSE("Dual BSD/GPL");
 
 #define SAT_PORT		1
-#define SAT_QUERY_MS		4000	/* the timeout ib_sa is given */
+#define SAT_QUERY_MS		15000	/* the timeout ib_sa is given: room for a starved TCG SM */
 #define SAT_CANCEL_QUERY_MS	1000	/* ... for the query that is cancelled */
 #define SAT_GRACE_MS		5000	/* waited beyond a query's timeout */
 #define SAT_AFTER_CANCEL_MS	10000	/* waited for the callback of a cancel */
