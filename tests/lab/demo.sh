@@ -23,7 +23,7 @@ if [ -t 1 ]; then bold=$(printf '\033[1m'); plain=$(printf '\033[0m'); fi
 show() {
 	vm=$1; shift
 	printf '\n%s%s# %s%s\n' "$bold" "$vm" "$*" "$plain"
-	"$iblab" exec "$vm" -- sh -c "$*"
+	"$iblab" exec "$vm" -- "$*"
 }
 show vm0 'modprobe ib_mthca && modprobe ib_umad && modprobe ib_sa && modinfo -n ib_core ib_mad ib_mthca'
 show vm1 'modprobe ib_mthca && modprobe ib_umad && modinfo -n ib_core ib_mthca'
