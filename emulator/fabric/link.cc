@@ -53,6 +53,7 @@ void Link::attach(unsigned side, PortEndpoint* ep, bool reentrant)
     }
     ep_[side] = ep;
     side_[side].reentrant = reentrant;
+    side_[side].carrier = true;
     side_[side].busy = 0;
     dir_[side ^ 1].notify_pending = false;
     update_phys();
@@ -66,7 +67,7 @@ void Link::set_admin_up(bool up)
 
 void Link::update_phys()
 {
-    bool up = admin_up_ && ep_[0] && ep_[1];
+    bool up = admin_up_ && ep_[0] && ep_[1] && carrier();
     if (up == phys_up_)
         return;
     phys_up_ = up;
@@ -126,6 +127,15 @@ bool Link::Direction::fault_drop()
             return true;
     }
     return false;
+}
+
+void Link::Direction::set_carrier(bool on)
+{
+    if (link->side_[from].carrier == on)
+        return;
+    link->side_[from].carrier = on;
+    IBEMU_INFO("fabric", "link %s: side %u carrier %s", link->name_.c_str(), from, on ? "on" : "off");
+    link->update_phys();
 }
 
 void Link::Direction::transmit(const Packet& p)

@@ -101,6 +101,8 @@ public:
     void set_admin_up(bool up);
     bool admin_up() const { return admin_up_; }
     bool up() const { return phys_up_; }
+    // Both endpoints' transmitters are on (see Wire::set_carrier).
+    bool carrier() const { return side_[0].carrier && side_[1].carrier; }
 
     const LinkParams& params() const { return cfg_.params; }
     void set_mtu(uint16_t mtu) { cfg_.params.mtu = mtu; }
@@ -135,6 +137,7 @@ private:
         uint64_t busy_until = 0;
 
         void transmit(const Packet& p) override;
+        void set_carrier(bool on) override;
         uint64_t next_deadline() const override;
         void fire(uint64_t now) override;
         bool fault_drop();
@@ -142,6 +145,7 @@ private:
     struct SideState {
         bool reentrant = true;
         unsigned busy = 0;
+        bool carrier = true;  // the endpoint's transmitter (Wire::set_carrier)
     };
 
     void update_phys();

@@ -46,6 +46,37 @@ TEST_F(LinkTest, ComesUpWhenBothEndsAttachedAndTellsBoth)
     EXPECT_FALSE(a.up);
 }
 
+// A port that turns its transmitter off takes the link down for both ends,
+// whatever the administrative state; the link trains again once it is back
+// on, and a new endpoint on that side starts with its carrier on.
+TEST_F(LinkTest, CarrierOffTakesTheLinkDownForBothEnds)
+{
+    auto l = make();
+    ASSERT_TRUE(l->up());
+    l->wire(0).set_carrier(false);
+    EXPECT_FALSE(l->up());
+    EXPECT_TRUE(l->admin_up());
+    EXPECT_FALSE(l->carrier());
+    EXPECT_EQ(a.link_events, (std::vector<bool>{true, false}));
+    EXPECT_EQ(b.link_events, (std::vector<bool>{true, false}));
+    uint8_t payload[8] = {};
+    b.send_data(1, 2, payload);
+    EXPECT_TRUE(a.rx.empty());
+    EXPECT_EQ(l->counters(1).dropped_down, 1u);
+    l->wire(0).set_carrier(false);  // no change, no event
+    EXPECT_EQ(b.link_events.size(), 2u);
+    l->wire(0).set_carrier(true);
+    EXPECT_TRUE(l->up());
+    EXPECT_EQ(b.link_events, (std::vector<bool>{true, false, true}));
+
+    l->wire(1).set_carrier(false);
+    EXPECT_FALSE(l->up());
+    TestPort c;
+    l->attach(1, &c, false);
+    EXPECT_TRUE(l->carrier());
+    EXPECT_TRUE(l->up());
+}
+
 TEST_F(LinkTest, ZeroLatencyDeliversSynchronouslyWithoutCopy)
 {
     auto l = make();

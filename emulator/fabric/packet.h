@@ -57,6 +57,10 @@ class Wire {
 public:
     virtual ~Wire() = default;
     virtual void transmit(const Packet& p) = 0;
+    // The port's transmitter is on (the default) or off. A link trains only
+    // while the transmitters of both ends are on: a port that turns its
+    // carrier off takes the link down for both ends, as a dead chip does.
+    virtual void set_carrier(bool on) { (void)on; }
 };
 
 // The receive side every port (HCA port or switch port) implements.

@@ -151,6 +151,26 @@ void Core::power_on()
     }
     db_ = DoorbellStats{};
     db_hi_latch_.clear();
+    if (catas()) {
+        catas_.fill(0);
+        IBEMU_INFO(cfg_.name, "reset clears the catastrophic error; carrier on");
+        for (unsigned p = 0; p < num_ports_; ++p)
+            if (wires_[p])
+                wires_[p]->set_carrier(true);
+    }
+}
+
+void Core::raise_catas(uint32_t syndrome)
+{
+    if (catas()) {
+        IBEMU_INFO(cfg_.name, "catastrophic error raised again: the buffer keeps 0x%08x", catas_[0]);
+        return;
+    }
+    catas_[0] = syndrome ? syndrome : 1;
+    IBEMU_INFO(cfg_.name, "catastrophic error 0x%08x: data path stopped, carrier off", catas_[0]);
+    for (unsigned p = 0; p < num_ports_; ++p)
+        if (wires_[p])
+            wires_[p]->set_carrier(false);
 }
 
 uint32_t Core::hcr_read(unsigned dword) const { return dword < hcr_.size() ? hcr_[dword] : 0; }

@@ -24,6 +24,7 @@
 #include "hca/mthca.h"
 #include "hca/pci_function.h"
 #include "hca/port.h"
+#include "hca/regs.h"
 #include "hca/sma.h"
 #include "hca/status.h"
 
@@ -151,6 +152,19 @@ public:
     uint64_t poll(uint64_t now_ns);
     // SM seam: the port's LID/LMC as an SM would set them with PortInfo.
     void set_port_lid(unsigned port, uint16_t lid, uint8_t lmc = 0);
+
+    // --- catastrophic error (operator and test seam) ----------------------
+    // The chip fails as an internal error fails it: the error buffer in
+    // BAR0 reads `syndrome` (0 becomes 1), the data path stops (doorbells,
+    // received packets, transport timers), no completion or asynchronous
+    // event is raised any more, and the ports turn their carrier off, which
+    // takes their links down. Firmware commands keep being answered, so a
+    // driver can tear the device down; the reset register (power_on)
+    // brings the chip back with its carrier on.
+    void raise_catas(uint32_t syndrome);
+    bool catas() const { return catas_[0] != 0; }
+    // Dword `i` of the error buffer (0 past its end).
+    uint32_t catas_word(unsigned i) const { return i < catas_.size() ? catas_[i] : 0; }
 
     // --- introspection (tests, debugging) --------------------------------
     FwState fw_state() const { return state_; }
@@ -410,6 +424,7 @@ private:
 
     uint64_t intx_cause_ = 0;
     bool intx_level_ = false;
+    std::array<uint32_t, kCatasDwords> catas_{};  // the error buffer; all 0 = healthy
 
     std::array<Port, 2> ports_;
     NodeIdentity node_;

@@ -156,7 +156,7 @@ void Core::clr_int(uint64_t mask)
 
 bool Core::post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24)
 {
-    if (type >= 64 || state_ != FwState::HcaUp)
+    if (type >= 64 || state_ != FwState::HcaUp || catas())
         return false;
     int eqn = event_eq_[type];
     if (eqn < 0) {
@@ -168,7 +168,7 @@ bool Core::post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8
 
 bool Core::cq_completion(uint32_t cqn, bool solicited)
 {
-    if (state_ != FwState::HcaUp)
+    if (state_ != FwState::HcaUp || catas())
         return false;
     auto it = cqs_.find(cqn & ((1u << layout_.log_cqs) - 1));
     if (it == cqs_.end() || it->second.cqn != cqn)
@@ -215,6 +215,11 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
 {
     db_.last_hi = hi;
     db_.last_lo = lo;
+    if (catas()) {
+        ++db_.bogus;
+        IBEMU_DEBUG(cfg_.name, "doorbell on UAR %u +0x%x after a catastrophic error: ignored", uar, offset);
+        return;
+    }
     if (state_ != FwState::HcaUp || uar >= (1u << layout_.log_uars)) {
         ++db_.bogus;
         IBEMU_GUEST_ERROR(cfg_.name, "doorbell on UAR %u +0x%x (%08x %08x) while no such UAR is active", uar, offset,

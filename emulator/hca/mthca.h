@@ -30,6 +30,9 @@ public:
     // Where port `port` transmits; nullptr detaches it (packets are then
     // dropped). Not owned; must outlive the attachment.
     virtual void attach(unsigned port, Wire* wire) = 0;
+    // Fails the chip with a catastrophic error (an operator and test seam:
+    // see Core::raise_catas).
+    virtual void raise_catas(uint32_t syndrome) = 0;
 };
 
 // The ports of an HCA made by make_mthca (nullptr for anything else).

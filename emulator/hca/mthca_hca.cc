@@ -16,6 +16,20 @@ bool in_range(uint64_t off, unsigned size, uint64_t base, uint64_t len)
 
 bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || size == 8; }
 
+// A read of `size` bytes at byte `rel` of a block of big-endian dwords,
+// presented little-endian to the CPU; dword(i) gives dword i.
+template <class Dword>
+uint64_t read_be_dwords(uint64_t rel, unsigned size, Dword dword)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; ++i) {
+        uint64_t b = rel + i;
+        uint8_t byte = uint8_t(dword(unsigned(b / 4)) >> (8 * (3 - b % 4)));
+        v |= uint64_t(byte) << (8 * i);
+    }
+    return v;
+}
+
 }  // namespace
 
 Hca::Hca(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq)
@@ -81,22 +95,12 @@ void Hca::mmio_write(unsigned bar, uint64_t off, unsigned size, uint64_t value)
 
 uint64_t Hca::bar0_read(uint64_t off, unsigned size)
 {
-    if (in_range(off, size, kHcrBase, kHcrSize)) {
-        // Assemble the big-endian register bytes, present them
-        // little-endian to the CPU.
-        uint64_t v = 0;
-        for (unsigned i = 0; i < size; ++i) {
-            uint64_t b = off - kHcrBase + i;
-            uint32_t dw = core_.hcr_read(unsigned(b / 4));
-            uint8_t byte = uint8_t(dw >> (8 * (3 - b % 4)));
-            v |= uint64_t(byte) << (8 * i);
-        }
-        return v;
-    }
-    // The catastrophic error buffer reads all zero: no error. The driver
-    // polls it with 4-byte reads at every byte offset.
+    if (in_range(off, size, kHcrBase, kHcrSize))
+        return read_be_dwords(off - kHcrBase, size, [&](unsigned i) { return core_.hcr_read(i); });
+    // The catastrophic error buffer, all zero while the chip is healthy.
+    // The driver polls it dword by dword.
     if (in_range(off, size, kCatasBase, kCatasDwords * 4 + 4))
-        return 0;
+        return read_be_dwords(off - kCatasBase, size, [&](unsigned i) { return core_.catas_word(i); });
     IBEMU_DEBUG(name_, "BAR0 read at 0x%llx size %u: 0", (unsigned long long)off, size);
     return 0;
 }

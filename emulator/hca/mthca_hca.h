@@ -35,6 +35,7 @@ public:
     unsigned num_ports() const override { return num_ports_; }
     PortEndpoint& endpoint(unsigned port) override;
     void attach(unsigned port, Wire* wire) override { core_.attach_port(port, wire); }
+    void raise_catas(uint32_t syndrome) override { core_.raise_catas(syndrome); }
 
     Core& core() { return core_; }
     const ConfigSpace& config() const { return cfgspace_; }

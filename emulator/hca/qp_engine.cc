@@ -497,7 +497,7 @@ void Core::set_port_lid(unsigned port, uint16_t lid, uint8_t lmc)
 uint64_t Core::poll(uint64_t now_ns)
 {
     now_ = now_ns;
-    if (state_ != FwState::HcaUp)
+    if (state_ != FwState::HcaUp || catas())
         return UINT64_MAX;
     if (now_ns < next_deadline_)
         return next_deadline_;
@@ -548,7 +548,7 @@ void Core::port_receive(unsigned port, const Packet& p) { rx_packet(port, p, fal
 
 void Core::rx_packet(unsigned port, const Packet& p, bool loopback)
 {
-    if (port < 1 || port > num_ports_ || state_ != FwState::HcaUp)
+    if (port < 1 || port > num_ports_ || state_ != FwState::HcaUp || catas())
         return;
     Port& pt = ports_[port - 1];
     ++db_.rx_packets;

@@ -105,6 +105,52 @@ TEST_F(QpEngine, LinkSurvivesDeviceReset)
     EXPECT_EQ(a.core().ports()[0].state, PortState::Init);
 }
 
+// A catastrophic error: the error buffer reads the syndrome, the carrier
+// goes off, nothing moves (no packet out, none taken in, no completion or
+// event), firmware commands are still answered, and the reset register
+// brings the chip back healthy with its carrier on.
+TEST_F(QpEngine, CatastrophicErrorStopsTheChipUntilReset)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    a.post_recv(qa, {{sbuf, 4096, sk}});
+    EXPECT_EQ(a.d.read_be32(0, kCatasBase), 0u);
+
+    mthca_ports(a.d.hca())->raise_catas(0xc0ffee);
+    EXPECT_TRUE(a.core().catas());
+    EXPECT_EQ(a.d.read_be32(0, kCatasBase), 0xc0ffeeu);
+    for (unsigned i = 1; i < kCatasDwords; ++i)
+        EXPECT_EQ(a.d.read_be32(0, kCatasBase + 4 * i), 0u) << i;
+    EXPECT_FALSE(link.carrier[0]);
+    EXPECT_TRUE(link.carrier[1]);
+    for (unsigned eq = 0; eq < a.d.eqs_.size(); ++eq)
+        events(a, eq);
+
+    // a's send doorbell is ignored; b's packet to a finds nobody.
+    Node::SendWr wr;
+    wr.op = wqe::kSend;
+    wr.sges = {{sbuf, 100, sk}};
+    a.post_send(qa, wr);
+    EXPECT_EQ(link.pump(), 0u);
+    wr.sges = {{rbuf, 100, rk}};
+    b.post_send(qb, wr);
+    EXPECT_EQ(link.pump(), 1u);  // b sent; a neither completes nor ACKs
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_EQ(a.d.hca().poll(now + 1000000000ull), UINT64_MAX);  // no transport timers
+    for (unsigned eq = 0; eq < a.d.eqs_.size(); ++eq)
+        EXPECT_TRUE(events(a, eq).empty()) << "EQ " << eq;
+    // The firmware still answers: a driver can tear down.
+    EXPECT_EQ(a.d.cmd(op::kCloseIb, 0, 0, 1), Status::Ok);
+
+    a.d.write_be32(0, kResetOffset, 1);
+    EXPECT_FALSE(a.core().catas());
+    EXPECT_EQ(a.d.read_be32(0, kCatasBase), 0u);
+    EXPECT_TRUE(link.carrier[0]);
+}
+
 // A two-port HCA with a cable from port 1 to port 2: RC between a QP on
 // each port of the same adapter.
 TEST(QpEngineTwoPorts, RcAcrossOwnPorts)

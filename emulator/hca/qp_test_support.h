@@ -49,6 +49,7 @@ public:
     public:
         End(TestLink* l, int side) : link_(l), side_(side) {}
         void transmit(const Packet& p) override { link_->send(side_, p); }
+        void set_carrier(bool on) override { link_->carrier[side_] = on; }
 
     private:
         TestLink* link_;
@@ -64,6 +65,7 @@ public:
     std::vector<CopiedPacket> captured;
     bool capture = false;
     uint64_t sent = 0, dropped = 0;
+    std::array<bool, 2> carrier{true, true};  // as each end last set it
 
     void send(int from, const Packet& p)
     {

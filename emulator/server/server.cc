@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -116,6 +118,17 @@ public:
     const std::string& node() const { return node_; }
     uint64_t guid() const { return guid_; }
     bool running() const { return fn_ != nullptr; }
+
+    // Fails this guest's HCA with a catastrophic error; false if it has no
+    // HCA (not connected yet, or a device without one).
+    bool raise_catas(uint32_t syndrome)
+    {
+        MthcaPorts* ports = fn_ && !dead_ ? mthca_ports(*fn_) : nullptr;
+        if (!ports)
+            return false;
+        ports->raise_catas(syndrome);
+        return true;
+    }
     uint64_t deadline() const { return deadline_; }
 
     // poll() said readable: take what is there and act on every whole message.
@@ -654,6 +667,56 @@ bool Server::setup_fabric(std::string* error)
     return true;
 }
 
+// The control protocol: the fabric's commands (emulator/fabric/control.cc)
+// and those of a guest's HCA:
+//   catas <node> [<syndrome>]   fail the HCA of guest <node> with a
+//                               catastrophic error (syndrome: a 32-bit
+//                               number, decimal or 0x-hex; default 1)
+std::string Server::control(std::string_view line)
+{
+    std::vector<std::string> w;
+    for (size_t i = 0; i < line.size() && w.size() < 4;) {
+        size_t s = line.find_first_not_of(" \t\r\n", i);
+        if (s == std::string_view::npos)
+            break;
+        size_t e = line.find_first_of(" \t\r\n", s);
+        if (e == std::string_view::npos)
+            e = line.size();
+        w.emplace_back(line.substr(s, e - s));
+        i = e;
+    }
+    if (!w.empty() && w[0] == "catas") {
+        uint64_t syndrome = 1;
+        if (w.size() < 2 || w.size() > 3)
+            return "error: usage: catas <node> [<syndrome>]";
+        if (w.size() == 3) {
+            const std::string& a = w[2];
+            bool hex = a.size() > 2 && a[0] == '0' && (a[1] == 'x' || a[1] == 'X');
+            std::string_view digits = std::string_view(a).substr(hex ? 2 : 0);
+            auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), syndrome, hex ? 16 : 10);
+            if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || syndrome == 0 ||
+                syndrome > 0xffffffffu)
+                return "error: catas: the syndrome is a non-zero 32-bit number";
+        }
+        for (auto& c : conns_)
+            if (c->running() && c->node() == w[1]) {
+                if (!c->raise_catas(uint32_t(syndrome)))
+                    return "error: " + w[1] + " has no HCA";
+                char buf[96];
+                std::snprintf(buf, sizeof buf, "ok catastrophic error 0x%08x raised on %s", unsigned(syndrome),
+                              w[1].substr(0, 40).c_str());
+                return buf;
+            }
+        return "error: no guest '" + w[1].substr(0, 64) + "' is connected";
+    }
+    if (!fabric_)
+        return "error: the emulator runs without a fabric";
+    std::string reply = fabric_->control(line);
+    if (!w.empty() && w[0] == "help")
+        reply += "\n  catas <node> [<syndrome>]";
+    return reply;
+}
+
 // One control client: a command line in (at most 4 KiB, within a second),
 // the fabric's reply out, then close. The control socket is a test and
 // operator tool, so a slow client may stall the loop for that second.
@@ -678,7 +741,7 @@ void Server::serve_control()
             line.append(buf, size_t(n));
         }
         line = line.substr(0, line.find('\n'));
-        std::string reply = fabric_ ? fabric_->control(line) : "error: the emulator runs without a fabric";
+        std::string reply = control(line);
         if (reply.empty() || reply.back() != '\n')
             reply += '\n';
         for (size_t off = 0; off < reply.size();) {

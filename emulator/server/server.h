@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ibemu {
@@ -80,6 +81,7 @@ private:
     void accept_all();
     bool setup_fabric(std::string* error);
     void serve_control();
+    std::string control(std::string_view line);
     bool node_in_use(const std::string& node, const Connection* except) const;
     bool guid_in_use(uint64_t guid, const Connection* except) const;
 

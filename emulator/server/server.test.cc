@@ -654,6 +654,43 @@ TEST_F(ServerTest, FabricCablesHcaPortsAndObeysTheControlSocket)
     EXPECT_EQ(wait_for("waiting"), "waiting") << "vm1 left: its end is detached";
 }
 
+// `catas <node>` fails that guest's HCA: its error buffer (BAR0 0x40800,
+// big-endian) reads the syndrome and its carrier goes off, taking the link
+// down; a device reset (the machine's, here) brings it back.
+TEST_F(ServerTest, CatasFromTheControlSocketFailsTheGuestsHca)
+{
+    start(nullptr, "b2b");
+    auto wait_for = [&](const std::string& want) {
+        std::string got;
+        for (int i = 0; i < 200 && (got = link_state()) != want; ++i)
+            usleep(10000);
+        return got;
+    };
+    FakeShim a(path_), b(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(wait_for("up"), "up");
+    EXPECT_EQ(a.mmio_read(0, 0x40800, 4), 0u);
+
+    EXPECT_EQ(control("catas"), "error: usage: catas <node> [<syndrome>]\n");
+    EXPECT_EQ(control("catas nosuch").rfind("error: no guest 'nosuch'", 0), 0u);
+    for (const char* bad : {"catas vm0 0", "catas vm0 0x", "catas vm0 12z", "catas vm0 0x100000000"})
+        EXPECT_EQ(control(bad).rfind("error: catas: ", 0), 0u) << bad;
+    EXPECT_EQ(a.mmio_read(0, 0x40800, 4), 0u) << "a refused command changed nothing";
+
+    EXPECT_EQ(control("catas vm0 0xdeadbeef"), "ok catastrophic error 0xdeadbeef raised on vm0\n");
+    EXPECT_EQ(a.mmio_read(0, 0x40800, 4), __builtin_bswap32(0xdeadbeefu));
+    EXPECT_EQ(b.mmio_read(0, 0x40800, 4), 0u) << "only vm0 failed";
+    EXPECT_EQ(wait_for("no-carrier"), "no-carrier");
+
+    ibemu_msg_reset r;
+    shim::set_header(r, IBEMU_MSG_RESET, 1);
+    a.send_raw(&r, sizeof(r));
+    EXPECT_EQ(a.mmio_read(0, 0x40800, 4), 0u);
+    EXPECT_EQ(wait_for("up"), "up");
+    EXPECT_NE(control("help").find("catas <node>"), std::string::npos);
+}
+
 TEST_F(ServerTest, BadFabricSpecIsRefusedAtListen)
 {
     ServerOptions o;
