@@ -522,13 +522,6 @@ TEST_F(OursDiag, IbnetdiscoverAndIbroute)
 // OpenSM in vm1 (back to back) keeps sweeping it. Memory is compared after
 // 5 warm-up cycles, after 50 and after 100 (see Documentation/testing.md for
 // the tolerances): a leak grows in both halves, noise does not.
-std::string UnloadCommand(Stack s)
-{
-	if (s == Stack::Ours)
-		return "rmmod ib_selftest ib_umad ib_sa ib_mthca ib_mad ib_core";
-	return "rmmod ib_umad ib_mthca ib_uverbs ib_core";
-}
-
 std::string CycleLoad(Stack s)
 {
 	if (s == Stack::Ours)

@@ -177,6 +177,15 @@ inline std::string LoadCommand(Stack s)
 	return "modprobe ib_mthca && modprobe ib_umad";
 }
 
+// Unloads what LoadCommand(s) loaded; for ours also ib_selftest, which
+// must be loaded.
+inline std::string UnloadCommand(Stack s)
+{
+	if (s == Stack::Ours)
+		return "rmmod ib_selftest ib_umad ib_sa ib_mthca ib_mad ib_core";
+	return "rmmod ib_umad ib_mthca ib_uverbs ib_core";
+}
+
 // Loads the stack of every guest, starts OpenSM in `sm` and waits until
 // every port is ACTIVE. Returns "" when all went well, else what failed.
 inline std::string BringUpWithSm(Lab &lab, const std::string &sm, std::chrono::seconds limit = 180s)

@@ -10,6 +10,7 @@
  */
 
 #include <linux/jiffies.h>
+#include <linux/kernel.h>
 #include <linux/list.h>
 #include <linux/module.h>
 #include <linux/spinlock.h>
@@ -24,6 +25,26 @@ static int catas_reset_disable;
 module_param(catas_reset_disable, int, 0644);
 MODULE_PARM_DESC(catas_reset_disable,
 		 "do not reset the device after a catastrophic error");
+
+/*
+ * The error type is the top byte of the buffer's first dword; types the
+ * firmware documents get a name, the rest are "unknown".
+ */
+static const char * const catas_type_names[] = {
+	[0] = "internal error",
+	[3] = "uplink bus error",
+	[4] = "DDR data error",
+	[5] = "internal parity error",
+};
+
+static const char *catas_type_name(u32 word0)
+{
+	u32 type = word0 >> 24;
+
+	if (type < ARRAY_SIZE(catas_type_names) && catas_type_names[type])
+		return catas_type_names[type];
+	return "unknown error";
+}
 
 /* Devices waiting for a reset; the lock is taken from the timer. */
 static LIST_HEAD(catas_pending);
@@ -64,7 +85,8 @@ static void catas_report(struct mthca_dev *dev)
 	unsigned long flags;
 	u32 i;
 
-	mthca_err(dev, "catastrophic error detected\n");
+	mthca_err(dev, "catastrophic error detected: %s; commands fail from now on\n",
+		  catas_type_name(swab32(readl(dev->catas_buf))));
 	/* The firmware is gone: commands of the teardown fail at once. */
 	WRITE_ONCE(dev->cmd.dead, true);
 	for (i = 0; i < dev->fw.catas_size; i++)

@@ -623,8 +623,8 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 		mthca_mailbox_free(dev, box);
 	}
 	if (err)
-		dev_warn(&dev->pdev->dev, "HW2SW_CQ %06x failed: %d\n",
-			 cq->cqn, err);
+		mthca_teardown_warn(dev, "HW2SW_CQ %06x failed: %d\n",
+				    cq->cqn, err);
 
 	/* Keep the number reserved until the memory is gone. */
 	xa_store_irq(&dev->cq_table.objs, cq->cqn, NULL, GFP_KERNEL);

@@ -643,6 +643,18 @@ static inline struct mthca_dev *to_mdev(struct ib_device *ibdev)
 	dev_err(&(mdev)->pdev->dev, fmt, ##__VA_ARGS__)
 #define mthca_warn(mdev, fmt, ...) \
 	dev_warn(&(mdev)->pdev->dev, fmt, ##__VA_ARGS__)
+/*
+ * A command of a teardown failed.  Once a catastrophic error has marked the
+ * firmware dead every command fails with -EIO, which catas_report() said
+ * once; the teardown's failures are then not worth a line each.
+ */
+#define mthca_teardown_warn(mdev, fmt, ...)				\
+	do {								\
+		struct mthca_dev *tw_dev = (mdev);			\
+									\
+		if (!READ_ONCE(tw_dev->cmd.dead))			\
+			mthca_warn(tw_dev, fmt, ##__VA_ARGS__);		\
+	} while (0)
 #define mthca_info(mdev, fmt, ...) \
 	dev_info(&(mdev)->pdev->dev, fmt, ##__VA_ARGS__)
 #define mthca_dbg(mdev, fmt, ...) \

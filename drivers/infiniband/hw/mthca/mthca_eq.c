@@ -346,7 +346,8 @@ static void eq_destroy(struct mthca_dev *dev, struct mthca_eq *eq)
 	if (!IS_ERR(mb)) {
 		ret = mthca_HW2SW_EQ(dev, mb, eq->eqn);
 		if (ret)
-			mthca_warn(dev, "HW2SW_EQ %u: %d\n", eq->eqn, ret);
+			mthca_teardown_warn(dev, "HW2SW_EQ %u: %d\n",
+					    eq->eqn, ret);
 		mthca_mailbox_free(dev, mb);
 	}
 	dev->eq_table.arm_mask &= ~BIT(eq->eqn);

@@ -260,7 +260,8 @@ static void mpt_remove(struct mthca_dev *dev, u32 key)
 
 	ret = mthca_HW2SW_MPT(dev, idx & (dev->limits.num_mpts - 1));
 	if (ret)
-		mthca_warn(dev, "HW2SW_MPT of key %08x: %d\n", key, ret);
+		mthca_teardown_warn(dev, "HW2SW_MPT of key %08x: %d\n",
+				    key, ret);
 	mthca_icm_table_put(dev, dev->icm_mpt, idx);
 	mthca_bitmap_put(&dev->mpt_bitmap, idx);
 }

@@ -508,8 +508,8 @@ static int mthca_dp_destroy_qp(struct ib_qp *ibqp)
 	if (qp->state != IB_QPS_RESET) {
 		err = qp_cmd_to_reset(dev, qp->qpn);
 		if (err)
-			dev_warn(&dev->pdev->dev,
-				 "QP %06x to RESET failed: %d\n", qp->qpn, err);
+			mthca_teardown_warn(dev, "QP %06x to RESET failed: %d\n",
+					    qp->qpn, err);
 		if (qp->ibqp.qp_num == 0 && qp->state != IB_QPS_ERR)
 			qp_port_close_ib(dev, qp->port);
 		qp->state = IB_QPS_RESET;
@@ -803,8 +803,8 @@ static int qp_port_close_ib(struct mthca_dev *dev, u8 port)
 	int err = mthca_CLOSE_IB(dev, port);
 
 	if (err)
-		dev_warn(&dev->pdev->dev, "CLOSE_IB port %u failed: %d\n",
-			 port, err);
+		mthca_teardown_warn(dev, "CLOSE_IB port %u failed: %d\n",
+				    port, err);
 	return err;
 }
 

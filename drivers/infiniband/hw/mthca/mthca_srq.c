@@ -300,8 +300,8 @@ int mthca_dp_destroy_srq(struct ib_srq *ibsrq)
 		mthca_mailbox_free(dev, box);
 	}
 	if (err)
-		dev_warn(&dev->pdev->dev, "HW2SW_SRQ %06x failed: %d\n",
-			 srq->srqn, err);
+		mthca_teardown_warn(dev, "HW2SW_SRQ %06x failed: %d\n",
+				    srq->srqn, err);
 
 	xa_store_irq(&dev->srq_table.objs, srq->srqn, NULL, GFP_KERNEL);
 	mthca_dp_life_end(&srq->life);

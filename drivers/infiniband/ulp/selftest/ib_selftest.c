@@ -216,6 +216,7 @@ struct st_dev {
 
 	struct work_struct	cq_work;
 	struct completion	done;
+	struct ib_event_handler	event_handler;
 
 	spinlock_t		lock;	/* see @lock above */
 	bool			dying;
@@ -592,6 +593,19 @@ static void st_async_event(struct ib_event *event, void *context)
 {
 	pr_info("ib_selftest: %s: %s\n", event->device->name,
 		ib_event_msg(event->event));
+}
+
+/* Device-wide events (port changes, a catastrophic error), for the log. */
+static void st_device_event(struct ib_event_handler *handler,
+			    struct ib_event *event)
+{
+	if (event->event == IB_EVENT_DEVICE_FATAL)
+		pr_info("ib_selftest: %s: device event: %s\n",
+			event->device->name, ib_event_msg(event->event));
+	else
+		pr_info("ib_selftest: %s: device event: %s (port %u)\n",
+			event->device->name, ib_event_msg(event->event),
+			event->element.port_num);
 }
 
 /* ---- pairing -------------------------------------------------------------- */
@@ -1115,6 +1129,8 @@ static void st_add_one(struct ib_device *device)
 	}
 	st_current = sd;
 	ib_set_client_data(device, &st_client, sd);
+	INIT_IB_EVENT_HANDLER(&sd->event_handler, device, st_device_event);
+	ib_register_event_handler(&sd->event_handler);
 	mutex_unlock(&st_mutex);
 	pr_info("ib_selftest: testing %s port %d\n", device->name, ST_PORT);
 }
@@ -1132,6 +1148,7 @@ static void st_remove_one(struct ib_device *device)
 	st_current = NULL;
 	ib_set_client_data(device, &st_client, NULL);
 	mutex_unlock(&st_mutex);
+	ib_unregister_event_handler(&sd->event_handler);
 	st_teardown(sd);
 }
 
