@@ -333,6 +333,15 @@ protected:
         return line.substr(a + 1, b - a - 1);
     }
 
+    // Polls link_state() for up to 2 s; returns the last state seen.
+    std::string wait_for_link(const std::string& want)
+    {
+        std::string got;
+        for (int i = 0; i < 200 && (got = link_state()) != want; ++i)
+            usleep(10000);
+        return got;
+    }
+
     std::string dir_, path_;
     std::unique_ptr<Server> server_;
     std::thread thread_;
@@ -631,27 +640,21 @@ TEST_F(ServerTest, ListenReplacesAStaleSocketOnly)
 TEST_F(ServerTest, FabricCablesHcaPortsAndObeysTheControlSocket)
 {
     start(nullptr, "b2b");
-    auto wait_for = [&](const std::string& want) {
-        std::string got;
-        for (int i = 0; i < 200 && (got = link_state()) != want; ++i)
-            usleep(10000);
-        return got;
-    };
     FakeShim a(path_);
     ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
-    EXPECT_EQ(wait_for("waiting"), "waiting") << "one end attached";
+    EXPECT_EQ(wait_for_link("waiting"), "waiting") << "one end attached";
     {
         FakeShim b(path_);
         ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
-        EXPECT_EQ(wait_for("up"), "up");
+        EXPECT_EQ(wait_for_link("up"), "up");
         EXPECT_EQ(control("link vm0:1 down").rfind("ok", 0), 0u);
-        EXPECT_EQ(wait_for("down"), "down");
+        EXPECT_EQ(wait_for_link("down"), "down");
         EXPECT_EQ(control("link vm0:1 up").rfind("ok", 0), 0u);
-        EXPECT_EQ(wait_for("up"), "up");
+        EXPECT_EQ(wait_for_link("up"), "up");
         EXPECT_EQ(control("link nosuch:1 down").rfind("error", 0), 0u);
         EXPECT_EQ(control("").rfind("error", 0), 0u);
     }
-    EXPECT_EQ(wait_for("waiting"), "waiting") << "vm1 left: its end is detached";
+    EXPECT_EQ(wait_for_link("waiting"), "waiting") << "vm1 left: its end is detached";
 }
 
 // `catas <node>` fails that guest's HCA: its error buffer (BAR0 0x40800,
@@ -660,16 +663,10 @@ TEST_F(ServerTest, FabricCablesHcaPortsAndObeysTheControlSocket)
 TEST_F(ServerTest, CatasFromTheControlSocketFailsTheGuestsHca)
 {
     start(nullptr, "b2b");
-    auto wait_for = [&](const std::string& want) {
-        std::string got;
-        for (int i = 0; i < 200 && (got = link_state()) != want; ++i)
-            usleep(10000);
-        return got;
-    };
     FakeShim a(path_), b(path_);
     ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
     ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
-    EXPECT_EQ(wait_for("up"), "up");
+    EXPECT_EQ(wait_for_link("up"), "up");
     EXPECT_EQ(a.mmio_read(0, 0x40800, 4), 0u);
 
     EXPECT_EQ(control("catas"), "error: usage: catas <node> [<syndrome>]\n");
@@ -681,13 +678,13 @@ TEST_F(ServerTest, CatasFromTheControlSocketFailsTheGuestsHca)
     EXPECT_EQ(control("catas vm0 0xdeadbeef"), "ok catastrophic error 0xdeadbeef raised on vm0\n");
     EXPECT_EQ(a.mmio_read(0, 0x40800, 4), __builtin_bswap32(0xdeadbeefu));
     EXPECT_EQ(b.mmio_read(0, 0x40800, 4), 0u) << "only vm0 failed";
-    EXPECT_EQ(wait_for("no-carrier"), "no-carrier");
+    EXPECT_EQ(wait_for_link("no-carrier"), "no-carrier");
 
     ibemu_msg_reset r;
     shim::set_header(r, IBEMU_MSG_RESET, 1);
     a.send_raw(&r, sizeof(r));
     EXPECT_EQ(a.mmio_read(0, 0x40800, 4), 0u);
-    EXPECT_EQ(wait_for("up"), "up");
+    EXPECT_EQ(wait_for_link("up"), "up");
     EXPECT_NE(control("help").find("catas <node>"), std::string::npos);
 }
 
