@@ -253,8 +253,9 @@ Status Core::cmd_modify_qp(Cmd& c)
             q.port = uint8_t(port);
         if (uint32_t(qpc::kUsrPage.get(ctx)) >= num_uars())
             return fail(c, Status::BadParam, "UAR %u", uint32_t(qpc::kUsrPage.get(ctx)));
-        merge_qp_context(q.ctx, c.opcode, get32(in, 0), ctx);
-        apply_qp_context(q, c.opcode, get32(in, 0), ctx);
+        uint32_t optmask = uint32_t(qpc::kOptMask.get(in));
+        merge_qp_context(q.ctx, c.opcode, optmask, ctx);
+        apply_qp_context(q, c.opcode, optmask, ctx);
     }
     QpState from = q.state;
     q.state = t->to;
