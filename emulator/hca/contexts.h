@@ -163,30 +163,118 @@ namespace qpc {
 inline constexpr size_t kCtxOffset = 8;  // after opt_param_mask + reserved
 inline constexpr size_t kSize = 0x100;
 inline constexpr Field kOptMask{0x00, 4, 0, 32};
-// Offsets below are relative to the context.
+// Offsets below are relative to the context (struct mthca_qp_context).
 inline constexpr Field kState{0x00, 4, 28, 4};
 inline constexpr Field kServiceType{0x00, 4, 16, 8};
 inline constexpr Field kPmState{0x00, 4, 11, 2};
+inline constexpr Field kDe{0x00, 4, 8, 1};
 inline constexpr Field kMtu{0x08, 1, 5, 3};
 inline constexpr Field kMsgMax{0x08, 1, 0, 5};
 inline constexpr Field kRqSize{0x09, 1, 3, 5};
 inline constexpr Field kRqStride{0x09, 1, 0, 3};
 inline constexpr Field kSqSize{0x0a, 1, 3, 5};
 inline constexpr Field kSqStride{0x0a, 1, 0, 3};
+inline constexpr Field kSchedQueue{0x0b, 1, 0, 8};
 inline constexpr Field kUsrPage{0x0c, 4, 0, 24};
 inline constexpr Field kLocalQpn{0x10, 4, 0, 24};
 inline constexpr Field kRemoteQpn{0x14, 4, 0, 24};
-inline constexpr Field kPriPort{0x20, 4, 24, 8};
-inline constexpr Field kPriPkeyIndex{0x20, 4, 0, 7};
+// An address path (struct mthca_qp_path, 0x20 bytes); the primary path is
+// at 0x20, the alternate at 0x40. Offsets relative to the path.
+namespace path {
+inline constexpr size_t kSize = 0x20;
+inline constexpr Field kPort{0x00, 4, 24, 8};
+inline constexpr Field kPkeyIndex{0x00, 4, 0, 7};
+inline constexpr Field kRnrRetry{0x04, 1, 5, 3};
+inline constexpr Field kGrh{0x05, 1, 7, 1};
+inline constexpr Field kPathBits{0x05, 1, 0, 7};
+inline constexpr Field kRlid{0x06, 2, 0, 16};
+inline constexpr Field kAckTimeout{0x08, 1, 3, 5};
+inline constexpr Field kSgidIndex{0x09, 1, 0, 8};
+inline constexpr Field kStaticRate{0x0a, 1, 0, 8};
+inline constexpr Field kHopLimit{0x0b, 1, 0, 8};
+inline constexpr Field kSl{0x0c, 4, 28, 4};
+inline constexpr Field kTclass{0x0c, 4, 20, 8};
+inline constexpr Field kFlowLabel{0x0c, 4, 0, 20};
+inline constexpr Field kRgidHi{0x10, 8, 0, 64};
+inline constexpr Field kRgidLo{0x18, 8, 0, 64};
+}  // namespace path
+inline constexpr size_t kPriPath = 0x20, kAltPath = 0x40;
+// A path field moved to the primary or alternate path.
+constexpr Field at(size_t path_base, Field f) { return Field{uint16_t(path_base + f.offset), f.word_bytes, f.shift, f.bits}; }
+inline constexpr Field kPriPort = at(kPriPath, path::kPort);
+inline constexpr Field kPriPkeyIndex = at(kPriPath, path::kPkeyIndex);
+inline constexpr Field kPriRnrRetry = at(kPriPath, path::kRnrRetry);
+inline constexpr Field kPriGrh = at(kPriPath, path::kGrh);
+inline constexpr Field kPriPathBits = at(kPriPath, path::kPathBits);
+inline constexpr Field kPriRlid = at(kPriPath, path::kRlid);
+inline constexpr Field kPriAckTimeout = at(kPriPath, path::kAckTimeout);
+inline constexpr Field kPriSgidIndex = at(kPriPath, path::kSgidIndex);
+inline constexpr Field kPriHopLimit = at(kPriPath, path::kHopLimit);
+inline constexpr Field kPriSl = at(kPriPath, path::kSl);
+inline constexpr Field kPriTclass = at(kPriPath, path::kTclass);
+inline constexpr Field kPriFlowLabel = at(kPriPath, path::kFlowLabel);
+inline constexpr Field kPriRgidHi = at(kPriPath, path::kRgidHi);
+inline constexpr Field kPriRgidLo = at(kPriPath, path::kRgidLo);
+inline constexpr Field kRdd{0x60, 4, 0, 24};
 inline constexpr Field kPd{0x64, 4, 0, 24};
+inline constexpr Field kWqeBase{0x68, 4, 0, 32};
 inline constexpr Field kWqeLkey{0x6c, 4, 0, 32};
+// params1: the requester.
+inline constexpr Field kAckReqFreq{0x70, 4, 28, 4};
+inline constexpr Field kFlightLimit{0x70, 4, 24, 4};
+inline constexpr Field kSraMax{0x70, 4, 21, 3};  // log2 of max_rd_atomic
+inline constexpr Field kRetryCount{0x70, 4, 16, 3};
+inline constexpr Field kSre{0x70, 4, 15, 1};
+inline constexpr Field kSwe{0x70, 4, 14, 1};
+inline constexpr Field kSae{0x70, 4, 13, 1};
+inline constexpr Field kSic{0x70, 4, 4, 1};
+inline constexpr Field kSsc{0x70, 4, 3, 1};  // signal all send WQEs
+inline constexpr Field kSqPsn{0x78, 4, 0, 24};  // next_send_psn
 inline constexpr Field kCqnSnd{0x7c, 4, 0, 24};
+inline constexpr Field kSndWqeBase{0x80, 4, 0, 32};
 inline constexpr Field kSndDbIndex{0x84, 4, 0, 32};
+inline constexpr Field kLastAckedPsn{0x88, 4, 0, 24};
+inline constexpr Field kSsn{0x8c, 4, 0, 24};
+// params2: the responder.
+inline constexpr Field kRraMax{0x90, 4, 21, 3};  // log2 of max_dest_rd_atomic
+inline constexpr Field kRre{0x90, 4, 15, 1};
+inline constexpr Field kRwe{0x90, 4, 14, 1};
+inline constexpr Field kRae{0x90, 4, 13, 1};
+inline constexpr Field kRic{0x90, 4, 4, 1};
+inline constexpr Field kRsc{0x90, 4, 3, 1};
+inline constexpr Field kMinRnrTimer{0x94, 4, 24, 5};
+inline constexpr Field kRqPsn{0x94, 4, 0, 24};  // next receive PSN
+inline constexpr Field kRaBuffIndex{0x98, 4, 0, 32};
 inline constexpr Field kCqnRcv{0x9c, 4, 0, 24};
+inline constexpr Field kRcvWqeBase{0xa0, 4, 0, 32};
 inline constexpr Field kRcvDbIndex{0xa4, 4, 0, 32};
 inline constexpr Field kQkey{0xa8, 4, 0, 32};
 inline constexpr Field kSrqn{0xac, 4, 0, 24};
 inline constexpr Field kSrqEnable{0xac, 4, 24, 1};
+
+// MODIFY_QP opt_param_mask bits (mthca_qp.c): each selects the fields of
+// the context a transition takes besides those it requires.
+namespace opt {
+inline constexpr uint32_t kAltAddrPath = 1u << 0;
+inline constexpr uint32_t kRre = 1u << 1;
+inline constexpr uint32_t kRae = 1u << 2;
+inline constexpr uint32_t kRwe = 1u << 3;
+inline constexpr uint32_t kPkeyIndex = 1u << 4;
+inline constexpr uint32_t kQkey = 1u << 5;
+inline constexpr uint32_t kRnrTimeout = 1u << 6;
+inline constexpr uint32_t kPriAddrPath = 1u << 7;
+inline constexpr uint32_t kSraMax = 1u << 8;
+inline constexpr uint32_t kRraMax = 1u << 9;
+inline constexpr uint32_t kPmState = 1u << 10;
+inline constexpr uint32_t kPortNum = 1u << 11;
+inline constexpr uint32_t kRetryCount = 1u << 12;
+inline constexpr uint32_t kAltRnrRetry = 1u << 13;
+inline constexpr uint32_t kAckTimeout = 1u << 14;
+inline constexpr uint32_t kRnrRetry = 1u << 15;
+inline constexpr uint32_t kSchedQueue = 1u << 16;
+}  // namespace opt
+// State value QUERY_QP reports for an SQD QP still draining its send queue.
+inline constexpr unsigned kStateDraining = 7;
 }  // namespace qpc
 
 // Service types (mthca_qp.c).
@@ -196,7 +284,7 @@ enum class SpecialQp : uint8_t { None, Smi, Gsi };
 
 // The QP attributes the data path uses, merged transition by transition
 // from the driver's contexts (each transition carries only what it sets,
-// see apply_qp_context in fw_qp.cc).
+// see merge_qp_context in fw_qp.cc and apply_qp_context in qp_engine.cc).
 struct QpAttr {
     uint32_t mtu = 2048;  // path MTU, bytes
     unsigned rq_log_size = 0, rq_log_stride = 4, sq_log_size = 0, sq_log_stride = 4;
@@ -214,6 +302,7 @@ struct QpAttr {
     uint8_t pkey_index = 0;
     uint8_t retry_cnt = 7, rnr_retry = 7, ackto = 0, min_rnr_timer = 0;
     uint8_t sra_max = 0;  // log2 of the RDMA READs/atomics the requester keeps in flight
+    uint8_t rra_max = 0;  // log2 of those the responder accepts (not enforced)
     bool rre = false, rwe = false, rae = false;
     bool sig_all = false;
     uint32_t sq_psn = 0, rq_psn = 0;
@@ -289,7 +378,11 @@ struct Qp {
     uint8_t service = 0;
     uint8_t port = 0;
     SpecialQp special = SpecialQp::None;
-    std::array<uint8_t, qpc::kSize> ctx{};  // last context the driver gave us
+    // The context as the firmware keeps it: each MODIFY_QP merges into it
+    // only the fields its transition requires or its opt-param mask selects
+    // (merge_qp_context in fw_qp.cc); QUERY_QP reports it with the current
+    // state.
+    std::array<uint8_t, qpc::kSize> ctx{};
     uint64_t send_doorbells = 0;
     QpAttr a;
     QpRun r;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // The QP state machine driven by the MODIFY_QP command family, QUERY_QP
-// and CONF_SPECIAL_QP. A QP in RESET has no entry in the table.
+// and CONF_SPECIAL_QP. A QP in RESET has no entry in the table. The QP's
+// context is kept merged transition by transition, as the firmware does.
 #include <cstdio>
 #include <cstring>
 
@@ -48,6 +49,105 @@ constexpr Transition kTransitions[] = {
 
 constexpr size_t kQpMailbox = qpc::kCtxOffset + qpc::kSize;
 
+// How a MODIFY_QP context merges into the one the firmware keeps (IBA
+// 10.3.1, as ib_mthca fills the mailbox): RST2INIT takes it all; every
+// later transition with a context takes the fields the driver owns (queues,
+// CQs, PD, doorbells: the same each time), the attributes the transition
+// requires (no opt-param bit stands for them) and those its opt-param mask
+// selects. Everything else keeps its value.
+constexpr Field kDriverOwned[] = {
+    qpc::kDe,          qpc::kRqSize,      qpc::kRqStride,   qpc::kSqSize,   qpc::kSqStride, qpc::kUsrPage,
+    qpc::kLocalQpn,    qpc::kRdd,         qpc::kPd,         qpc::kWqeBase,  qpc::kWqeLkey,  qpc::kAckReqFreq,
+    qpc::kFlightLimit, qpc::kSwe,         qpc::kSic,        qpc::kSsc,      qpc::kCqnSnd,   qpc::kSndWqeBase,
+    qpc::kSndDbIndex,  qpc::kRic,         qpc::kRsc,        qpc::kRaBuffIndex, qpc::kCqnRcv, qpc::kRcvWqeBase,
+    qpc::kRcvDbIndex,  qpc::kSrqn,        qpc::kSrqEnable,
+};
+
+struct RequiredField {
+    uint16_t opcode;
+    Field field;
+};
+
+constexpr RequiredField kRequired[] = {
+    {op::kInit2Rtr, qpc::kMtu},  {op::kInit2Rtr, qpc::kMsgMax}, {op::kInit2Rtr, qpc::kRemoteQpn},
+    {op::kInit2Rtr, qpc::kRqPsn}, {op::kRtr2Rts, qpc::kSqPsn},
+};
+
+struct OptField {
+    uint32_t bit;
+    Field field;
+};
+
+// The address of a path, which PRIMARY_ADDR_PATH / ALT_ADDR_PATH select.
+constexpr Field kAddressFields[] = {
+    qpc::path::kGrh,      qpc::path::kPathBits, qpc::path::kRlid,      qpc::path::kSgidIndex,
+    qpc::path::kStaticRate, qpc::path::kHopLimit, qpc::path::kSl,      qpc::path::kTclass,
+    qpc::path::kFlowLabel, qpc::path::kRgidHi,  qpc::path::kRgidLo,
+};
+
+struct OptPath {
+    uint32_t bit;
+    size_t base;
+};
+
+constexpr OptPath kOptionalPaths[] = {{qpc::opt::kPriAddrPath, qpc::kPriPath}, {qpc::opt::kAltAddrPath, qpc::kAltPath}};
+
+constexpr OptField kOptional[] = {
+    {qpc::opt::kAltAddrPath, qpc::at(qpc::kAltPath, qpc::path::kPort)},
+    {qpc::opt::kAltAddrPath, qpc::at(qpc::kAltPath, qpc::path::kPkeyIndex)},
+    {qpc::opt::kAltAddrPath, qpc::at(qpc::kAltPath, qpc::path::kAckTimeout)},
+    {qpc::opt::kRre, qpc::kRre},
+    {qpc::opt::kRae, qpc::kRae},
+    {qpc::opt::kRwe, qpc::kRwe},
+    {qpc::opt::kPkeyIndex, qpc::kPriPkeyIndex},
+    {qpc::opt::kQkey, qpc::kQkey},
+    {qpc::opt::kRnrTimeout, qpc::kMinRnrTimer},
+    {qpc::opt::kSraMax, qpc::kSraMax},
+    {qpc::opt::kSraMax, qpc::kSre},
+    {qpc::opt::kSraMax, qpc::kSae},
+    {qpc::opt::kRraMax, qpc::kRraMax},
+    {qpc::opt::kPmState, qpc::kPmState},
+    {qpc::opt::kPortNum, qpc::kPriPort},
+    {qpc::opt::kRetryCount, qpc::kRetryCount},
+    {qpc::opt::kAltRnrRetry, qpc::at(qpc::kAltPath, qpc::path::kRnrRetry)},
+    {qpc::opt::kAckTimeout, qpc::kPriAckTimeout},
+    {qpc::opt::kRnrRetry, qpc::kPriRnrRetry},
+    {qpc::opt::kSchedQueue, qpc::kSchedQueue},
+};
+
+void merge_qp_context(std::span<uint8_t> kept, uint16_t opcode, uint32_t optmask, std::span<const uint8_t> ctx)
+{
+    if (opcode == op::kRst2Init) {
+        std::memcpy(kept.data(), ctx.data(), qpc::kSize);
+        return;
+    }
+    auto take = [&](const Field& f) { f.set(kept, f.get(ctx)); };
+    for (const Field& f : kDriverOwned)
+        take(f);
+    for (const RequiredField& r : kRequired)
+        if (r.opcode == opcode)
+            take(r.field);
+    for (const OptField& o : kOptional)
+        if (optmask & o.bit)
+            take(o.field);
+    for (const OptPath& p : kOptionalPaths)
+        if (optmask & p.bit)
+            for (const Field& f : kAddressFields)
+                take(qpc::at(p.base, f));
+}
+
+// The context QUERY_QP reports: the merged one in the QP's current state,
+// engine-made transitions (ERR, SQE) included; an SQD QP whose requester
+// still has WQEs outstanding reads as "draining".
+void report_qp_context(const Qp& q, std::span<uint8_t> out)
+{
+    std::memcpy(out.data(), q.ctx.data(), qpc::kSize);
+    unsigned state = unsigned(q.state);
+    if (q.state == QpState::Sqd && (q.r.out_head != q.r.out_tail || q.r.sq_busy))
+        state = qpc::kStateDraining;
+    qpc::kState.set(out, state);
+}
+
 bool valid_service(uint8_t st)
 {
     return st == uint8_t(QpService::Rc) || st == uint8_t(QpService::Uc) || st == uint8_t(QpService::Ud) ||
@@ -93,8 +193,9 @@ Status Core::cmd_modify_qp(Cmd& c)
         // Opcode modifier 2: hand the last context back in the outbox.
         if (c.op_mod == 2 && it != qps_.end()) {
             std::array<uint8_t, kQpMailbox> out{};
-            std::memcpy(out.data() + qpc::kCtxOffset, it->second.ctx.data(), qpc::kSize);
-            qpc::kState.set(std::span<uint8_t>(out).subspan(qpc::kCtxOffset), uint8_t(QpState::Rst));
+            std::span<uint8_t> octx = std::span<uint8_t>(out).subspan(qpc::kCtxOffset, qpc::kSize);
+            report_qp_context(it->second, octx);
+            qpc::kState.set(octx, uint8_t(QpState::Rst));
             if (!write_box(c, c.out_param, out))
                 return Status::InternalErr;
         }
@@ -152,8 +253,9 @@ Status Core::cmd_modify_qp(Cmd& c)
             q.port = uint8_t(port);
         if (uint32_t(qpc::kUsrPage.get(ctx)) >= num_uars())
             return fail(c, Status::BadParam, "UAR %u", uint32_t(qpc::kUsrPage.get(ctx)));
-        std::memcpy(q.ctx.data(), ctx.data(), qpc::kSize);
-        apply_qp_context(q, c.opcode, get32(in, 0), ctx);
+        uint32_t optmask = uint32_t(qpc::kOptMask.get(in));
+        merge_qp_context(q.ctx, c.opcode, optmask, ctx);
+        apply_qp_context(q, c.opcode, optmask, ctx);
     }
     QpState from = q.state;
     q.state = t->to;
@@ -177,9 +279,10 @@ Status Core::cmd_query_qp(Cmd& c)
     uint32_t qpn = c.in_mod & 0xffffff;
     std::array<uint8_t, kQpMailbox> out{};
     auto it = qps_.find(qpn & ((1u << layout_.log_qps) - 1));
-    if (it != qps_.end() && it->second.qpn == qpn)
-        std::memcpy(out.data() + qpc::kCtxOffset, it->second.ctx.data(), qpc::kSize);
-    // A QP in RESET reads back as a zeroed context in state RST.
+    // A QP in RESET (no entry, or one whose first transition failed) reads
+    // back as a zeroed context in state RST.
+    if (it != qps_.end() && it->second.qpn == qpn && it->second.state != QpState::Rst)
+        report_qp_context(it->second, std::span<uint8_t>(out).subspan(qpc::kCtxOffset, qpc::kSize));
     if (!write_box(c, c.out_param, out))
         return Status::InternalErr;
     return Status::Ok;

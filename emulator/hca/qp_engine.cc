@@ -277,75 +277,67 @@ void Core::qp_event(uint8_t type, uint32_t qpn)
 void Core::apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<const uint8_t> ctx)
 {
     QpAttr& a = q.a;
-    auto g8 = [&](size_t o) { return get8(ctx, o); };
-    auto g32 = [&](size_t o) { return get32(ctx, o); };
-    uint8_t mtu = g8(0x08) >> 5;
+    auto g = [&](const Field& f) { return f.get(ctx); };
+    auto u8 = [&](const Field& f) { return uint8_t(f.get(ctx)); };
+    unsigned mtu = unsigned(g(qpc::kMtu));
     if (mtu >= 1 && mtu <= 5)
         a.mtu = 128u << mtu;
-    uint8_t rq = g8(0x09), sq = g8(0x0a);
-    a.rq_log_size = rq >> 3;
-    a.rq_log_stride = (rq & 7) + 4;
-    a.sq_log_size = sq >> 3;
-    a.sq_log_stride = (sq & 7) + 4;
+    a.rq_log_size = unsigned(g(qpc::kRqSize));
+    a.rq_log_stride = unsigned(g(qpc::kRqStride)) + 4;
+    a.sq_log_size = unsigned(g(qpc::kSqSize));
+    a.sq_log_stride = unsigned(g(qpc::kSqStride)) + 4;
     a.has_rq = a.has_sq = true;
-    a.usr_page = g32(0x0c) & 0xffffff;
+    a.usr_page = uint32_t(g(qpc::kUsrPage));
     if (opcode == op::kInit2Rtr || opcode == op::kRst2Init)
-        if (uint32_t r = g32(0x14) & 0xffffff)
+        if (uint32_t r = uint32_t(g(qpc::kRemoteQpn)))
             a.remote_qpn = r;
-    if (optmask & (1u << 4))
-        a.pkey_index = g8(0x23) & 0x7f;
-    if (opcode == op::kRst2Init)
-        a.pkey_index = g8(0x23) & 0x7f;
-    if (optmask & (1u << 15))
-        a.rnr_retry = g8(0x24) >> 5;
-    if (optmask & (1u << 7)) {
-        uint8_t gm = g8(0x25);
-        a.grh = gm & 0x80;
-        a.path_bits = gm & 0x7f;
-        a.rlid = get16(ctx, 0x26);
-        a.sgid_index = g8(0x29);
-        a.hop_limit = g8(0x2b);
-        uint32_t stf = g32(0x2c);
-        a.sl = uint8_t(stf >> 28);
-        a.tclass = uint8_t(stf >> 20);
-        a.flow = stf & 0xfffff;
-        for (unsigned i = 0; i < 16; ++i)
-            a.rgid[i] = g8(0x30 + i);
+    if (optmask & qpc::opt::kPkeyIndex || opcode == op::kRst2Init)
+        a.pkey_index = u8(qpc::kPriPkeyIndex);
+    if (optmask & qpc::opt::kRnrRetry)
+        a.rnr_retry = u8(qpc::kPriRnrRetry);
+    if (optmask & qpc::opt::kPriAddrPath) {
+        a.grh = g(qpc::kPriGrh);
+        a.path_bits = u8(qpc::kPriPathBits);
+        a.rlid = uint16_t(g(qpc::kPriRlid));
+        a.sgid_index = u8(qpc::kPriSgidIndex);
+        a.hop_limit = u8(qpc::kPriHopLimit);
+        a.sl = u8(qpc::kPriSl);
+        a.tclass = u8(qpc::kPriTclass);
+        a.flow = uint32_t(g(qpc::kPriFlowLabel));
+        put64(a.rgid, 0, g(qpc::kPriRgidHi));
+        put64(a.rgid, 8, g(qpc::kPriRgidLo));
     }
-    if (optmask & (1u << 14))
-        a.ackto = g8(0x28) >> 3;
-    a.pd = g32(0x64) & 0xffffff;
-    a.wqe_lkey = g32(0x6c);
-    uint32_t p1 = g32(0x70);
-    a.sig_all = p1 & (1u << 3);
-    if (optmask & (1u << 12))
-        a.retry_cnt = (p1 >> 16) & 7;
-    if (optmask & (1u << 8))  // SRA_MAX: fls(max_rd_atomic - 1)
-        a.sra_max = (p1 >> 21) & 7;
+    if (optmask & qpc::opt::kAckTimeout)
+        a.ackto = u8(qpc::kPriAckTimeout);
+    a.pd = uint32_t(g(qpc::kPd));
+    a.wqe_lkey = uint32_t(g(qpc::kWqeLkey));
+    a.sig_all = g(qpc::kSsc);
+    if (optmask & qpc::opt::kRetryCount)
+        a.retry_cnt = u8(qpc::kRetryCount);
+    if (optmask & qpc::opt::kSraMax)  // fls(max_rd_atomic - 1)
+        a.sra_max = u8(qpc::kSraMax);
+    if (optmask & qpc::opt::kRraMax || opcode == op::kRst2Init)
+        a.rra_max = u8(qpc::kRraMax);
     if (opcode == op::kRtr2Rts)
-        a.sq_psn = g32(0x78) & iba::kPsnMask;
-    a.cqn_snd = g32(0x7c) & 0xffffff;
-    a.send_wqe_offset = g32(0x80);
-    a.snd_db_index = g32(0x84);
-    uint32_t p2 = g32(0x90);
-    if (optmask & (7u << 1)) {
-        a.rre = p2 & (1u << 15);
-        a.rwe = p2 & (1u << 14);
-        a.rae = p2 & (1u << 13);
+        a.sq_psn = uint32_t(g(qpc::kSqPsn));
+    a.cqn_snd = uint32_t(g(qpc::kCqnSnd));
+    a.send_wqe_offset = uint32_t(g(qpc::kSndWqeBase));
+    a.snd_db_index = uint32_t(g(qpc::kSndDbIndex));
+    if (optmask & (qpc::opt::kRre | qpc::opt::kRae | qpc::opt::kRwe)) {
+        a.rre = g(qpc::kRre);
+        a.rwe = g(qpc::kRwe);
+        a.rae = g(qpc::kRae);
     }
-    uint32_t rnr = g32(0x94);
-    if (optmask & (1u << 6))
-        a.min_rnr_timer = (rnr >> 24) & 0x1f;
+    if (optmask & qpc::opt::kRnrTimeout)
+        a.min_rnr_timer = u8(qpc::kMinRnrTimer);
     if (opcode == op::kInit2Rtr)
-        a.rq_psn = rnr & iba::kPsnMask;
-    a.cqn_rcv = g32(0x9c) & 0xffffff;
-    a.rcv_db_index = g32(0xa4);
-    if (optmask & (1u << 5) || opcode == op::kRst2Init)
-        if ((optmask & (1u << 5)) || g32(0xa8))
-            a.qkey = g32(0xa8);
-    uint32_t srqn = g32(0xac);
-    a.srq = srqn & (1u << 24);
-    a.srqn = srqn & 0xffffff;
+        a.rq_psn = uint32_t(g(qpc::kRqPsn));
+    a.cqn_rcv = uint32_t(g(qpc::kCqnRcv));
+    a.rcv_db_index = uint32_t(g(qpc::kRcvDbIndex));
+    if (optmask & qpc::opt::kQkey || (opcode == op::kRst2Init && g(qpc::kQkey)))
+        a.qkey = uint32_t(g(qpc::kQkey));
+    a.srq = g(qpc::kSrqEnable);
+    a.srqn = uint32_t(g(qpc::kSrqn));
     if (opcode == op::kInit2Rtr) {
         q.r.epsn = a.rq_psn;
         q.r.msn = 0;

@@ -163,12 +163,25 @@ Status Node::modify(TQp& q, uint16_t opcode, QpState to, const QpParams& p, uint
     if (optmask & (1u << 15))
         put8(c, 0x24, uint8_t(p.rnr_retry << 5));
     if (optmask & (1u << 7)) {
-        put8(c, 0x25, p.grh ? 0x80 : 0);
+        put8(c, 0x25, uint8_t((p.grh ? 0x80 : 0) | (p.path_bits & 0x7f)));
         put16(c, 0x26, p.dlid);
-        put8(c, 0x2b, 64);
-        put32(c, 0x2c, uint32_t(p.sl) << 28);
-        for (unsigned i = 0; i < 16; ++i)
-            put8(c, 0x30 + i, p.dgid[i]);
+        put8(c, 0x2a, p.static_rate);
+        if (p.grh) {
+            put8(c, 0x29, p.sgid_index);
+            put8(c, 0x2b, p.hop_limit);
+            put32(c, 0x2c, uint32_t(p.sl) << 28 | uint32_t(p.tclass) << 20 | (p.flow_label & 0xfffff));
+            for (unsigned i = 0; i < 16; ++i)
+                put8(c, 0x30 + i, p.dgid[i]);
+        } else {
+            put8(c, 0x2b, p.hop_limit);
+            put32(c, 0x2c, uint32_t(p.sl) << 28);
+        }
+    }
+    if (optmask & (1u << 0)) {  // alternate path, as mthca_path_set() + the port/P_Key/timeout
+        put32(c, 0x40, uint32_t(p.alt_port) << 24 | p.alt_pkey_index);
+        put16(c, 0x46, p.alt_dlid);
+        put8(c, 0x48, uint8_t(p.alt_timeout << 3));
+        put32(c, 0x4c, uint32_t(p.alt_sl) << 28);
     }
     if (optmask & (1u << 14))
         put8(c, 0x28, uint8_t(p.timeout << 3));

@@ -189,6 +189,11 @@ struct QpParams {
     uint8_t max_rd_atomic = 4, max_dest_rd_atomic = 4;  // perftest's "outstand reads"
     bool grh = false;
     std::array<uint8_t, 16> dgid{};
+    uint8_t path_bits = 0, sgid_index = 0, hop_limit = 64, tclass = 0, static_rate = 0;
+    uint32_t flow_label = 0;
+    // Alternate path (opt-param bit 0).
+    uint8_t alt_port = 1, alt_pkey_index = 0, alt_timeout = 0, alt_sl = 0;
+    uint16_t alt_dlid = 0;
 };
 
 inline constexpr uint32_t kAccLocalWrite = 1u << 11, kAccRemoteRead = 1u << 12, kAccRemoteWrite = 1u << 13,

@@ -3,6 +3,8 @@
 // and PMA queries, IPoIB (datagram and connected mode, iperf3), the
 // libibverbs pingpong examples and perftest. Two guests back to back, OpenSM
 // in vm0; vm0 runs the servers, vm1 the clients.
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -28,7 +30,11 @@ class Traffic : public PairSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartLab(PairOptions(), "Traffic");
+		LabOptions o = PairOptions();
+		// qp_query_check runs from the build tree, which the guest may not
+		// see through its root: share its directory at the same path.
+		o.shares.push_back(std::filesystem::path(QP_QUERY_CHECK_BINARY).parent_path().string());
+		StartLab(o, "Traffic");
 		if (!lab_)
 			return;
 		setup_error_ = BringUpPair();
@@ -158,6 +164,19 @@ TEST_F(Traffic, Iperf3OverIpoib)
 {
 	std::string out = ServerClient("iperf3 -s -1", std::string("iperf3 -t 3 -c ") + kServerIp);
 	EXPECT_NE(out.find("receiver"), std::string::npos) << out;
+}
+
+// ibv_query_qp reports what ibv_modify_qp set across RST->INIT->RTR->RTS
+// (and an RTS->RTS), for RC and UD, and ERR after the HCA itself failed a
+// QP: mthca_query_qp decodes the context QUERY_QP returns, so the firmware
+// must keep the merged context, not the last mailbox.
+TEST_F(Traffic, IbvQueryQpReportsWhatModifyQpSet)
+{
+	auto r = Run(guest("vm0"), QP_QUERY_CHECK_BINARY, 120s);
+	std::printf("%s", r.output.c_str());  // the per-check lines, for the log
+	EXPECT_TRUE(Ok(r)) << r.output;
+	EXPECT_NE(r.output.find(" checks, 0 failed\n"), std::string::npos) << r.output;
+	EXPECT_EQ(r.output.find("FAIL "), std::string::npos) << r.output;
 }
 
 TEST_F(Traffic, IbvRcPingpong)
