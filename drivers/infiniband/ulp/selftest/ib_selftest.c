@@ -13,8 +13,9 @@
  *   peer   (write)  the other side's local line; connects the RC QP to the
  *                   peer and points the UD address handle at it (again from
  *                   RESET on every write, so both sides re-pair together)
- *   run    (write)  "rc_send", "rdma_write", "rdma_read", "ud_send" or
- *                   "all"; the write returns when the test is over
+ *   run    (write)  "query_qp", "rc_send", "rdma_write", "rdma_read",
+ *                   "ud_send" or "all"; the write returns when the test is
+ *                   over
  *          (read)   "PASS <test> ..." or "FAIL <test>: <reason>"
  *   stats  (read)   what this side received and verified for its peer
  *
@@ -54,6 +55,9 @@ MODULE_LICENSE("Dual BSD/GPL");
 #define ST_UD_MAX	2048		/* UD messages: at most the path MTU */
 #define ST_REGION_BYTES	16384		/* the RDMA target region */
 #define ST_QKEY		0x11223344	/* not a controlled Q_Key */
+#define ST_ACK_TIMEOUT	17	/* 4.096 us * 2^17: about half a second */
+#define ST_RETRY_CNT	6
+#define ST_RNR_RETRY	6	/* 7 would retry forever */
 #define ST_MAGIC	0x49425354	/* "IBST" */
 #define ST_TIMEOUT_MS	15000
 
@@ -694,9 +698,9 @@ static int st_rc_up(struct st_dev *sd, u16 gen)
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = sd->psn;
-	attr.timeout = 17;	/* 4.096 us * 2^17: about half a second */
-	attr.retry_cnt = 6;
-	attr.rnr_retry = 6;	/* 7 would retry forever */
+	attr.timeout = ST_ACK_TIMEOUT;
+	attr.retry_cnt = ST_RETRY_CNT;
+	attr.rnr_retry = ST_RNR_RETRY;
 	attr.max_rd_atomic = 1;
 	return st_modify(sd->rc_qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
 			 IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
@@ -964,10 +968,69 @@ static int st_test_rdma_read(struct st_dev *sd)
 	return 0;
 }
 
+/* One attribute ib_query_qp() gave back, against what st_pair() set. */
+static bool st_attr_ok(struct st_dev *sd, const char *what, u32 got, u32 want)
+{
+	if (got == want)
+		return true;
+	snprintf(sd->result, sizeof(sd->result),
+		 "FAIL query_qp: %s is 0x%x, not 0x%x\n", what, got, want);
+	return false;
+}
+
+/*
+ * ib_query_qp() of both QPs gives back what pairing set (the PSNs move with
+ * the traffic, so they are left out).  The driver reads the attributes
+ * from the HCA's QP context, not from a copy of its own.
+ */
+static int st_test_query_qp(struct st_dev *sd)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr a;
+	int ret;
+
+	ret = ib_query_qp(sd->rc_qp, &a, IB_QP_STATE, &init);
+	if (ret) {
+		snprintf(sd->result, sizeof(sd->result),
+			 "FAIL query_qp: RC QP: %d\n", ret);
+		return ret;
+	}
+	if (!st_attr_ok(sd, "RC state", a.qp_state, IB_QPS_RTS) ||
+	    !st_attr_ok(sd, "path_mtu", a.path_mtu, sd->mtu) ||
+	    !st_attr_ok(sd, "dest_qp_num", a.dest_qp_num, sd->peer.rc_qpn) ||
+	    !st_attr_ok(sd, "dlid", a.ah_attr.dlid, sd->peer.lid) ||
+	    !st_attr_ok(sd, "port_num", a.port_num, ST_PORT) ||
+	    !st_attr_ok(sd, "qp_access_flags", a.qp_access_flags,
+			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ) ||
+	    !st_attr_ok(sd, "max_dest_rd_atomic", a.max_dest_rd_atomic, 1) ||
+	    !st_attr_ok(sd, "max_rd_atomic", a.max_rd_atomic, 1) ||
+	    !st_attr_ok(sd, "min_rnr_timer", a.min_rnr_timer,
+			IB_RNR_TIMER_000_16) ||
+	    !st_attr_ok(sd, "timeout", a.timeout, ST_ACK_TIMEOUT) ||
+	    !st_attr_ok(sd, "retry_cnt", a.retry_cnt, ST_RETRY_CNT) ||
+	    !st_attr_ok(sd, "rnr_retry", a.rnr_retry, ST_RNR_RETRY))
+		return -EINVAL;
+
+	ret = ib_query_qp(sd->ud_qp, &a, IB_QP_STATE, &init);
+	if (ret) {
+		snprintf(sd->result, sizeof(sd->result),
+			 "FAIL query_qp: UD QP: %d\n", ret);
+		return ret;
+	}
+	if (!st_attr_ok(sd, "UD state", a.qp_state, IB_QPS_RTS) ||
+	    !st_attr_ok(sd, "qkey", a.qkey, ST_QKEY) ||
+	    !st_attr_ok(sd, "UD port_num", a.port_num, ST_PORT))
+		return -EINVAL;
+	snprintf(sd->result, sizeof(sd->result),
+		 "PASS query_qp: the RC and UD QPs read back as set\n");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct st_dev *sd);
 } st_tests[] = {
+	{ "query_qp", st_test_query_qp },
 	{ "rc_send", st_test_rc_send },
 	{ "rdma_write", st_test_rdma_write },
 	{ "rdma_read", st_test_rdma_read },
@@ -1270,7 +1333,7 @@ static void st_run_all(struct st_dev *sd)
 		if (st_tests[i].run(sd))
 			return;
 	snprintf(sd->result, sizeof(sd->result),
-		 "PASS all: rc_send rdma_write rdma_read ud_send\n");
+		 "PASS all: query_qp rc_send rdma_write rdma_read ud_send\n");
 }
 
 static ssize_t run_store(struct kobject *kobj, struct kobj_attribute *attr,
