@@ -15,21 +15,8 @@ namespace {
 
 using Ctx = std::array<uint8_t, qpc::kSize>;
 
-class QueryQp : public ::testing::Test {
+class QueryQp : public TwoNodes {
 protected:
-    void SetUp() override
-    {
-        a.up(1, &link.a, &link.ep[0]);
-        b.up(2, &link.b, &link.ep[1]);
-        LinkParams lp;
-        link.ep[0]->link_changed(true, lp);
-        link.ep[1]->link_changed(true, lp);
-        a.activate(1);
-        b.activate(2);
-        acq = a.make_cq(256);
-        bcq = b.make_cq(256);
-    }
-
     // Attribute values that differ from each other and from the defaults.
     static QpParams distinct()
     {
@@ -87,21 +74,7 @@ protected:
 
     static uint64_t get(const Ctx& c, const Field& f) { return f.get(c); }
 
-    void pump_time(uint64_t until_ns, uint64_t step_ns)
-    {
-        for (uint64_t t = now; t <= until_ns; t += step_ns) {
-            now = t;
-            a.d.hca().poll(t);
-            b.d.hca().poll(t);
-            link.pump();
-        }
-    }
 
-    TestLink link;
-    Node a{1}, b{2};
-    TCq acq, bcq;
-    TQp qa, qb;
-    uint64_t now = 0;
 };
 
 // Every attribute ib_mthca's mthca_query_qp reads, as the three transitions set them.

@@ -17,21 +17,8 @@ namespace {
 
 constexpr uint32_t kQkey = 0x11223344;
 
-class QpEngine : public ::testing::Test {
+class QpEngine : public TwoNodes {
 protected:
-    void SetUp() override
-    {
-        a.up(1, &link.a, &link.ep[0]);
-        b.up(2, &link.b, &link.ep[1]);
-        LinkParams lp;
-        link.ep[0]->link_changed(true, lp);
-        link.ep[1]->link_changed(true, lp);
-        a.activate(1);
-        b.activate(2);
-        acq = a.make_cq(256);
-        bcq = b.make_cq(256);
-    }
-
     // An RC (or UC) pair, connected and in RTS.
     void connect(QpService st, QpParams pa = {}, QpParams pb = {})
     {
@@ -52,16 +39,6 @@ protected:
             p[i] = uint8_t(seed + i * 7 + (i >> 8));
     }
 
-    void pump_time(uint64_t until_ns, uint64_t step_ns)
-    {
-        for (uint64_t t = now; t <= until_ns; t += step_ns) {
-            now = t;
-            a.d.hca().poll(t);
-            b.d.hca().poll(t);
-            link.pump();
-        }
-    }
-
     // Event types seen on an EQ of n since the last call.
     std::vector<std::array<uint8_t, 32>> events(Node& n, unsigned eq)
     {
@@ -71,11 +48,6 @@ protected:
         return v;
     }
 
-    TestLink link;
-    Node a{1}, b{2};
-    TCq acq, bcq;
-    TQp qa, qb;
-    uint64_t now = 0;
 };
 
 TEST_F(QpEngine, PortsAttachAndLinkState)

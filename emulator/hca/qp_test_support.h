@@ -7,6 +7,8 @@
 // and libmthca do in mem-free mode.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <deque>
 #include <functional>
 #include <vector>
@@ -290,6 +292,42 @@ public:
 
 private:
     uint64_t tag_;
+};
+
+// Two one-port HCAs, a (LID 1) and b (LID 2), cabled by a TestLink, both
+// ports ACTIVE, each with a 256-entry CQ; qa/qb are for the test's QPs.
+class TwoNodes : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        a.up(1, &link.a, &link.ep[0]);
+        b.up(2, &link.b, &link.ep[1]);
+        LinkParams lp;
+        link.ep[0]->link_changed(true, lp);
+        link.ep[1]->link_changed(true, lp);
+        a.activate(1);
+        b.activate(2);
+        acq = a.make_cq(256);
+        bcq = b.make_cq(256);
+    }
+
+    // Advances both HCAs' time from `now` to `until_ns` in `step_ns` steps,
+    // moving what the link holds after each.
+    void pump_time(uint64_t until_ns, uint64_t step_ns)
+    {
+        for (uint64_t t = now; t <= until_ns; t += step_ns) {
+            now = t;
+            a.d.hca().poll(t);
+            b.d.hca().poll(t);
+            link.pump();
+        }
+    }
+
+    TestLink link;
+    Node a{1}, b{2};
+    TCq acq, bcq;
+    TQp qa, qb;
+    uint64_t now = 0;
 };
 
 }  // namespace ibemu::mthca::test
