@@ -35,6 +35,14 @@ struct Rates {
 	std::string error;  // empty: measured
 };
 
+// The memory the loaded InfiniBand modules take (/proc/modules sizes of
+// ib_* and rdma_* modules: text, data and their per-module allocations).
+struct ModuleMemory {
+	unsigned modules = 0;
+	unsigned long bytes = 0;
+	std::string names;
+};
+
 std::string Trim(std::string s)
 {
 	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
@@ -81,6 +89,21 @@ Rates Measure(iblab::Guest &g, const std::string &tool, const std::string &switc
 	return r;
 }
 
+ModuleMemory Modules(iblab::Guest &g)
+{
+	ModuleMemory m;
+	auto r = g.exec("awk '$1 ~ /^(ib_|rdma_)/ {print $1, $2}' /proc/modules | sort", 30s);
+	std::istringstream in(r.output);
+	std::string name;
+	unsigned long size;
+	while (in >> name >> size) {
+		++m.modules;
+		m.bytes += size;
+		m.names += (m.names.empty() ? "" : " ") + name;
+	}
+	return m;
+}
+
 std::string Lid(iblab::Guest &g)
 {
 	auto r = g.exec("cat " + kPort + "/lid", 30s);
@@ -110,6 +133,7 @@ int main(int argc, char **argv)
 	std::ostringstream rep;
 	rep << "=== MAD rate (" << seconds << " s each): SMP NodeInfo round trips to the switch, SA PathRecord Gets ===\n";
 	Rates up, ours;
+	ModuleMemory up_mem, ours_mem;
 	int status = 0;
 	try {
 		iblab::Lab lab(o);
@@ -154,6 +178,9 @@ int main(int argc, char **argv)
 			ours.smp = std::max(ours.smp, r.smp);
 			ours.sa = std::max(ours.sa, r.sa);
 		}
+		up_mem = Modules(g1);
+		if (ours.error.empty())
+			ours_mem = Modules(g0);
 		auto report = lab.shutdown();
 		if (!report.ok())
 			rep << "(lab: " << report.text() << ")\n";
@@ -175,6 +202,15 @@ int main(int argc, char **argv)
 		rep << line;
 		snprintf(line, sizeof line, "ratio ours/upstream: smp %.2f  sa %.2f\n", up.smp > 0 ? ours.smp / up.smp : 0,
 			 up.sa > 0 ? ours.sa / up.sa : 0);
+		rep << line;
+		// The same job (verbs, MAD, SA client, umad, the HCA driver); the
+		// upstream set also has ib_uverbs, which its ib_mthca pulls in.
+		rep << "module memory, upstream (vm1): " << up_mem.bytes / 1024 << " KiB in " << up_mem.modules
+		    << " modules (" << up_mem.names << ")\n";
+		rep << "module memory, " << who << ": " << ours_mem.bytes / 1024 << " KiB in " << ours_mem.modules
+		    << " modules (" << ours_mem.names << ")\n";
+		snprintf(line, sizeof line, "ratio ours/upstream: module memory %.2f\n",
+			 up_mem.bytes ? double(ours_mem.bytes) / double(up_mem.bytes) : 0);
 		rep << line;
 	} else {
 		rep << who << ": NOT MEASURED: " << (ours.error.empty() ? "no upstream baseline" : ours.error) << "\n";
