@@ -6,7 +6,8 @@
 // (ibemu --control SOCKET) and prints the reply. Exit status 0 when the
 // reply starts with "ok", 1 for an error reply, 2 if the emulator could not
 // be reached. Commands: see emulator/fabric/README.md (e.g. "link vm0:1 down",
-// "show links", "capture start /tmp/x.pcap").
+// "show links", "capture start /tmp/x.pcap") and the server's own
+// "catas <node> [<syndrome>]" (Server::control in server.cc).
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
