@@ -64,6 +64,36 @@ std::string error(const std::string& what) { return "error: " + what; }
 
 }  // namespace
 
+bool split_control_line(std::string_view line, std::vector<std::string_view>* words, std::string* err)
+{
+    words->clear();
+    if (line.size() > kMaxLine) {
+        *err = "line too long";
+        return false;
+    }
+    size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n'))
+            ++i;
+        size_t s = i;
+        while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '\n')
+            ++i;
+        if (i > s)
+            words->push_back(line.substr(s, i - s));
+        if (words->size() > kMaxWords) {
+            *err = "too many words";
+            return false;
+        }
+    }
+    for (std::string_view x : *words)
+        for (char c : x)
+            if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7f) {
+                *err = "non-printable character";
+                return false;
+            }
+    return true;
+}
+
 std::string Fabric::show_links() const
 {
     std::ostringstream o;
@@ -139,52 +169,36 @@ std::string Fabric::show_switch(const Switch& sw) const
 
 std::string Fabric::control(std::string_view line)
 {
-    if (line.size() > kMaxLine)
-        return error("line too long");
     std::vector<std::string_view> w;
-    size_t i = 0;
-    while (i < line.size()) {
-        while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n'))
-            ++i;
-        size_t s = i;
-        while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != '\n')
-            ++i;
-        if (i > s)
-            w.push_back(line.substr(s, i - s));
-        if (w.size() > kMaxWords)
-            return error("too many words");
-    }
-    for (std::string_view x : w)
-        for (char c : x)
-            if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7f)
-                return error("non-printable character");
+    std::string err;
+    if (!split_control_line(line, &w, &err))
+        return error(err);
     if (w.empty())
         return error("empty command (try help)");
     if (!built_ && w[0] != "help")
         return error("no fabric");
 
     // <node>:<port> -> link and side.
-    auto port_arg = [&](std::string_view a, Link** l, unsigned* side, std::string* err) {
+    auto port_arg = [&](std::string_view a, Link** l, unsigned* side, std::string* why) {
         size_t c = a.rfind(':');
         uint64_t port = 0;
         if (c == std::string_view::npos || c == 0 || !to_u64(a.substr(c + 1), &port) || port > 254) {
-            *err = "expected <node>:<port>, got '" + std::string(a.substr(0, 64)) + "'";
+            *why = "expected <node>:<port>, got '" + std::string(a.substr(0, 64)) + "'";
             return false;
         }
         std::string_view node = a.substr(0, c);
         if (!topo_.find(node)) {
-            *err = "no node '" + std::string(node.substr(0, 64)) + "'";
+            *why = "no node '" + std::string(node.substr(0, 64)) + "'";
             return false;
         }
         *l = link_at(node, unsigned(port), side);
         if (!*l) {
-            *err = "no link at " + std::string(a.substr(0, 80));
+            *why = "no link at " + std::string(a.substr(0, 80));
             return false;
         }
         return true;
     };
 
-    std::string err;
     Link* l = nullptr;
     unsigned side = 0;
     std::string_view cmd = w[0];

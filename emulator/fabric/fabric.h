@@ -45,6 +45,12 @@ namespace ibemu::fabric {
 
 class Fabric;
 
+// Splits a control-protocol line into its words (blank-separated). False
+// with *err for a line the protocol refuses: too long, too many words, a
+// non-printable character. Shared by Fabric::control and the emulator
+// server's own commands.
+bool split_control_line(std::string_view line, std::vector<std::string_view>* words, std::string* err);
+
 // Where one HCA port joins the fabric.
 class HcaPort {
 public:

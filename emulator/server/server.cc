@@ -674,40 +674,33 @@ bool Server::setup_fabric(std::string* error)
 //                               number, decimal or 0x-hex; default 1)
 std::string Server::control(std::string_view line)
 {
-    std::vector<std::string> w;
-    for (size_t i = 0; i < line.size() && w.size() < 4;) {
-        size_t s = line.find_first_not_of(" \t\r\n", i);
-        if (s == std::string_view::npos)
-            break;
-        size_t e = line.find_first_of(" \t\r\n", s);
-        if (e == std::string_view::npos)
-            e = line.size();
-        w.emplace_back(line.substr(s, e - s));
-        i = e;
-    }
+    std::vector<std::string_view> w;
+    std::string err;
+    if (!fabric::split_control_line(line, &w, &err))
+        return "error: " + err;
     if (!w.empty() && w[0] == "catas") {
         uint64_t syndrome = 1;
         if (w.size() < 2 || w.size() > 3)
             return "error: usage: catas <node> [<syndrome>]";
         if (w.size() == 3) {
-            const std::string& a = w[2];
+            std::string_view a = w[2];
             bool hex = a.size() > 2 && a[0] == '0' && (a[1] == 'x' || a[1] == 'X');
-            std::string_view digits = std::string_view(a).substr(hex ? 2 : 0);
+            std::string_view digits = a.substr(hex ? 2 : 0);
             auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), syndrome, hex ? 16 : 10);
             if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || syndrome == 0 ||
                 syndrome > 0xffffffffu)
                 return "error: catas: the syndrome is a non-zero 32-bit number";
         }
+        std::string node(w[1].substr(0, 64));
         for (auto& c : conns_)
             if (c->running() && c->node() == w[1]) {
                 if (!c->raise_catas(uint32_t(syndrome)))
-                    return "error: " + w[1] + " has no HCA";
-                char buf[96];
-                std::snprintf(buf, sizeof buf, "ok catastrophic error 0x%08x raised on %s", unsigned(syndrome),
-                              w[1].substr(0, 40).c_str());
-                return buf;
+                    return "error: " + node + " has no HCA";
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "0x%08x", unsigned(syndrome));
+                return "ok catastrophic error " + std::string(buf) + " raised on " + node;
             }
-        return "error: no guest '" + w[1].substr(0, 64) + "' is connected";
+        return "error: no guest '" + node + "' is connected";
     }
     if (!fabric_)
         return "error: the emulator runs without a fabric";
