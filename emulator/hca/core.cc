@@ -154,9 +154,7 @@ void Core::power_on()
     if (catas()) {
         catas_.fill(0);
         IBEMU_INFO(cfg_.name, "reset clears the catastrophic error; carrier on");
-        for (unsigned p = 0; p < num_ports_; ++p)
-            if (wires_[p])
-                wires_[p]->set_carrier(true);
+        set_carrier(true);
     }
 }
 
@@ -168,9 +166,14 @@ void Core::raise_catas(uint32_t syndrome)
     }
     catas_[0] = syndrome ? syndrome : 1;
     IBEMU_INFO(cfg_.name, "catastrophic error 0x%08x: data path stopped, carrier off", catas_[0]);
+    set_carrier(false);
+}
+
+void Core::set_carrier(bool on)
+{
     for (unsigned p = 0; p < num_ports_; ++p)
         if (wires_[p])
-            wires_[p]->set_carrier(false);
+            wires_[p]->set_carrier(on);
 }
 
 uint32_t Core::hcr_read(unsigned dword) const { return dword < hcr_.size() ? hcr_[dword] : 0; }

@@ -392,6 +392,9 @@ private:
     Status cmd_conf_special_qp(Cmd&);
     SpecialQp special_kind(uint32_t qpn, uint8_t* port) const;
 
+    // Every attached port's transmitter on or off (core.cc).
+    void set_carrier(bool on);
+
     // events.cc
     bool write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);
     void fire(Eq& eq);
