@@ -52,14 +52,6 @@ protected:
 			   std::chrono::seconds(secs + 30));
 	}
 
-	static ExecResult WaitActive(Guest &g, int secs)
-	{
-		return Run(g,
-			   "for i in $(seq 1 " + std::to_string(secs) + "); do grep -q ACTIVE " + kState +
-				   " 2>/dev/null && exit 0; sleep 1; done; cat " + kState + "; exit 1",
-			   std::chrono::seconds(secs + 30));
-	}
-
 	// A SubnAdm query from vm0 to the SA in vm1: MADs go through vm0's
 	// QP1 both ways. The SA may be busy with a sweep right after a port
 	// came back, so it gets a few tries.
@@ -95,7 +87,7 @@ TEST_F(OursCatas, DetectedReportedAndTheDeviceComesBack)
 
 	// The reset brings the chip back: the link trains, OpenSM sweeps, the
 	// port of the re-registered device becomes ACTIVE and MADs flow.
-	ASSERT_TRUE(Ok(WaitActive(g, 180)));
+	ASSERT_TRUE(Ok(WaitPortActive(g, 180)));
 	links = lab_->fabric("show links");
 	EXPECT_EQ(links.find("no-carrier"), std::string::npos) << links;
 	EXPECT_TRUE(Ok(SaQuery(g)));
@@ -115,7 +107,7 @@ TEST_F(OursCatas, DetectedReportedAndTheDeviceComesBack)
 TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 {
 	Guest &g = guest("vm0");
-	ASSERT_TRUE(Ok(WaitActive(g, 120)));
+	ASSERT_TRUE(Ok(WaitPortActive(g, 120)));
 	ASSERT_TRUE(Ok(Run(g, "echo 1 > /sys/module/ib_mthca/parameters/catas_reset_disable")));
 	const std::string detected = "[Cc]atastrophic error detected", internal = "detected: internal error";
 	int seen = CountDmesg(g, detected), internal_seen = CountDmesg(g, internal);
@@ -142,7 +134,7 @@ TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 		load += " && modprobe ib_selftest";
 	ASSERT_TRUE(Ok(Run(g, load, 120s)));
 	ASSERT_TRUE(Ok(Run(g, "echo 0 > /sys/module/ib_mthca/parameters/catas_reset_disable")));
-	ASSERT_TRUE(Ok(WaitActive(g, 180)));
+	ASSERT_TRUE(Ok(WaitPortActive(g, 180)));
 	EXPECT_TRUE(Ok(SaQuery(g)));
 }
 

@@ -177,9 +177,7 @@ TEST_F(OursSelftest, RemovalWithTheDeviceAndReload)
 	// would bounce it and the switch would tell the SM), so OpenSM is
 	// asked for a heavy sweep.
 	ASSERT_TRUE(Ok(Run(guest("vm2"), "kill -HUP $(pidof opensm)")));
-	ASSERT_TRUE(Ok(Run(g, "for i in $(seq 1 120); do grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state && "
-			      "exit 0; sleep 1; done; exit 1",
-			   180s)));
+	ASSERT_TRUE(Ok(WaitPortActive(g, 120)));
 	ASSERT_TRUE(Ok(Run(g, "rmmod ib_selftest && modprobe ib_selftest")));
 	Pair();
 	std::string all = RunTest(g, "all");

@@ -662,10 +662,7 @@ TEST_F(OursReload, HundredCyclesUnderOpenSmLeaveNoLeak)
 	ASSERT_EQ(lab_->fabric("link vm0:1 down").rfind("ok", 0), 0u);
 	std::this_thread::sleep_for(2s);
 	ASSERT_EQ(lab_->fabric("link vm0:1 up").rfind("ok", 0), 0u);
-	auto w = Run(g, "for i in $(seq 1 120); do grep -q ACTIVE " + kPort + "/state && exit 0; sleep 1; done; cat " +
-				kPort + "/state; exit 1",
-		     180s);
-	EXPECT_TRUE(Ok(w));
+	EXPECT_TRUE(Ok(WaitPortActive(g, 120)));
 }
 
 }  // namespace

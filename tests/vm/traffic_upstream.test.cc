@@ -330,9 +330,7 @@ TEST_F(Traffic, LinkDownDuringWriteBwThenRecovery)
 	r = lab_->fabric("link vm0:1 up");
 	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
 	for (Guest *g : lab_->guests()) {
-		auto st = Run(*g, "for i in $(seq 1 90); do grep -q ACTIVE " + port + "/state && exit 0; sleep 1; done; "
-				  "cat " + port + "/state; exit 1", 120s);
-		EXPECT_TRUE(Ok(st)) << g->name() << ": OpenSM did not bring the port back";
+		EXPECT_TRUE(Ok(WaitPortActive(*g, 90))) << g->name() << ": OpenSM did not bring the port back";
 	}
 	// IPoIB and a new transfer work again.
 	auto p = Run(guest("vm1"), std::string("for i in $(seq 1 30); do ping -c 1 -W 2 ") + kServerIp +

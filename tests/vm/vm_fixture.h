@@ -20,6 +20,16 @@ namespace iblab::vmtest {
 
 using namespace std::chrono_literals;
 
+// Waits up to `secs` seconds for port 1 of mthca0 in `g` to be ACTIVE;
+// on failure the output ends with the state it was left in.
+inline ExecResult WaitPortActive(Guest &g, int secs)
+{
+	const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
+	return g.exec("for i in $(seq 1 " + std::to_string(secs) + "); do grep -q ACTIVE " + state +
+			      " 2>/dev/null && exit 0; sleep 1; done; cat " + state + "; exit 1",
+		      std::chrono::seconds(secs + 30));
+}
+
 class VmSuite : public ::testing::Test {
 protected:
 	// Boots the lab; a failure is remembered and fails every test of the suite.
@@ -121,11 +131,8 @@ protected:
 		auto sm = lab_->guest("vm0").exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
 		if (!sm.ok())
 			return "opensm did not start: " + sm.output;
-		const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
 		for (Guest *g : lab_->guests()) {
-			auto r = g->exec("for i in $(seq 1 90); do grep -q ACTIVE " + state +
-						 " && exit 0; sleep 1; done; cat " + state + "; exit 1",
-					 120s);
+			auto r = WaitPortActive(*g, 90);
 			if (!r.ok())
 				return g->name() + ": port not ACTIVE: " + r.output;
 		}
@@ -198,12 +205,8 @@ inline std::string BringUpWithSm(Lab &lab, const std::string &sm, std::chrono::s
 	auto r = lab.guest(sm).exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
 	if (!r.ok())
 		return "opensm did not start in " + sm + ": " + r.output;
-	const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
-	const std::string secs = std::to_string(limit.count());
 	for (Guest *g : lab.guests()) {
-		auto w = g->exec("for i in $(seq 1 " + secs + "); do grep -q ACTIVE " + state +
-					 " && exit 0; sleep 1; done; cat " + state + "; exit 1",
-				 limit + 30s);
+		auto w = WaitPortActive(*g, int(limit.count()));
 		if (!w.ok())
 			return g->name() + " (" + to_string(g->stack()) + "): port not ACTIVE: " + w.output +
 			       "\nopensm log:\n" + lab.guest(sm).exec("tail -25 /tmp/opensm.log", 30s).output;
