@@ -282,9 +282,9 @@ enum class QpService : uint8_t { Rc = 0, Uc = 1, Rd = 2, Ud = 3, Mlx = 7 };
 
 enum class SpecialQp : uint8_t { None, Smi, Gsi };
 
-// The QP attributes the data path uses, merged transition by transition
-// from the driver's contexts (each transition carries only what it sets,
-// see merge_qp_context in fw_qp.cc and apply_qp_context in qp_engine.cc).
+// The QP attributes the data path uses, decoded from the QP's merged
+// context (merge_qp_context in fw_qp.cc decides what each transition
+// takes; apply_qp_context in qp_engine.cc decodes).
 struct QpAttr {
     uint32_t mtu = 2048;  // path MTU, bytes
     unsigned rq_log_size = 0, rq_log_stride = 4, sq_log_size = 0, sq_log_stride = 4;

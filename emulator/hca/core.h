@@ -227,7 +227,9 @@ private:
     void sq_flush(Qp& q);
     void qp_flush(Qp& q);
     void qp_state_changed(Qp& q, QpState from);
-    void apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<const uint8_t> ctx);
+    // The data path's QpAttr, decoded from the merged q.ctx; run state
+    // (expected/next PSNs, retry budgets) starts at INIT2RTR/RTR2RTS.
+    void apply_qp_context(Qp& q, uint16_t opcode);
 
     // Send side (qp_send.cc).
     struct Route {

@@ -255,7 +255,7 @@ Status Core::cmd_modify_qp(Cmd& c)
             return fail(c, Status::BadParam, "UAR %u", uint32_t(qpc::kUsrPage.get(ctx)));
         uint32_t optmask = uint32_t(qpc::kOptMask.get(in));
         merge_qp_context(q.ctx, c.opcode, optmask, ctx);
-        apply_qp_context(q, c.opcode, optmask, ctx);
+        apply_qp_context(q, c.opcode);
     }
     QpState from = q.state;
     q.state = t->to;

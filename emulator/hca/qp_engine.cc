@@ -274,9 +274,12 @@ void Core::qp_event(uint8_t type, uint32_t qpn)
 
 // ---- QP state -------------------------------------------------------------
 
-void Core::apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<const uint8_t> ctx)
+void Core::apply_qp_context(Qp& q, uint16_t opcode)
 {
+    // q.ctx is already merged (merge_qp_context decides which fields a
+    // transition takes), so every attribute is read from it.
     QpAttr& a = q.a;
+    std::span<const uint8_t> ctx(q.ctx);
     auto g = [&](const Field& f) { return f.get(ctx); };
     auto u8 = [&](const Field& f) { return uint8_t(f.get(ctx)); };
     unsigned mtu = unsigned(g(qpc::kMtu));
@@ -288,54 +291,38 @@ void Core::apply_qp_context(Qp& q, uint16_t opcode, uint32_t optmask, std::span<
     a.sq_log_stride = unsigned(g(qpc::kSqStride)) + 4;
     a.has_rq = a.has_sq = true;
     a.usr_page = uint32_t(g(qpc::kUsrPage));
-    if (opcode == op::kInit2Rtr || opcode == op::kRst2Init)
-        if (uint32_t r = uint32_t(g(qpc::kRemoteQpn)))
-            a.remote_qpn = r;
-    if (optmask & qpc::opt::kPkeyIndex || opcode == op::kRst2Init)
-        a.pkey_index = u8(qpc::kPriPkeyIndex);
-    if (optmask & qpc::opt::kRnrRetry)
-        a.rnr_retry = u8(qpc::kPriRnrRetry);
-    if (optmask & qpc::opt::kPriAddrPath) {
-        a.grh = g(qpc::kPriGrh);
-        a.path_bits = u8(qpc::kPriPathBits);
-        a.rlid = uint16_t(g(qpc::kPriRlid));
-        a.sgid_index = u8(qpc::kPriSgidIndex);
-        a.hop_limit = u8(qpc::kPriHopLimit);
-        a.sl = u8(qpc::kPriSl);
-        a.tclass = u8(qpc::kPriTclass);
-        a.flow = uint32_t(g(qpc::kPriFlowLabel));
-        put64(a.rgid, 0, g(qpc::kPriRgidHi));
-        put64(a.rgid, 8, g(qpc::kPriRgidLo));
-    }
-    if (optmask & qpc::opt::kAckTimeout)
-        a.ackto = u8(qpc::kPriAckTimeout);
+    a.remote_qpn = uint32_t(g(qpc::kRemoteQpn));
+    a.pkey_index = u8(qpc::kPriPkeyIndex);
+    a.rnr_retry = u8(qpc::kPriRnrRetry);
+    a.grh = g(qpc::kPriGrh);
+    a.path_bits = u8(qpc::kPriPathBits);
+    a.rlid = uint16_t(g(qpc::kPriRlid));
+    a.sgid_index = u8(qpc::kPriSgidIndex);
+    a.hop_limit = u8(qpc::kPriHopLimit);
+    a.sl = u8(qpc::kPriSl);
+    a.tclass = u8(qpc::kPriTclass);
+    a.flow = uint32_t(g(qpc::kPriFlowLabel));
+    put64(a.rgid, 0, g(qpc::kPriRgidHi));
+    put64(a.rgid, 8, g(qpc::kPriRgidLo));
+    a.ackto = u8(qpc::kPriAckTimeout);
     a.pd = uint32_t(g(qpc::kPd));
     a.wqe_lkey = uint32_t(g(qpc::kWqeLkey));
     a.sig_all = g(qpc::kSsc);
-    if (optmask & qpc::opt::kRetryCount)
-        a.retry_cnt = u8(qpc::kRetryCount);
-    if (optmask & qpc::opt::kSraMax)  // fls(max_rd_atomic - 1)
-        a.sra_max = u8(qpc::kSraMax);
-    if (optmask & qpc::opt::kRraMax || opcode == op::kRst2Init)
-        a.rra_max = u8(qpc::kRraMax);
-    if (opcode == op::kRtr2Rts)
-        a.sq_psn = uint32_t(g(qpc::kSqPsn));
+    a.retry_cnt = u8(qpc::kRetryCount);
+    a.sra_max = u8(qpc::kSraMax);  // fls(max_rd_atomic - 1)
+    a.rra_max = u8(qpc::kRraMax);
+    a.sq_psn = uint32_t(g(qpc::kSqPsn));
     a.cqn_snd = uint32_t(g(qpc::kCqnSnd));
     a.send_wqe_offset = uint32_t(g(qpc::kSndWqeBase));
     a.snd_db_index = uint32_t(g(qpc::kSndDbIndex));
-    if (optmask & (qpc::opt::kRre | qpc::opt::kRae | qpc::opt::kRwe)) {
-        a.rre = g(qpc::kRre);
-        a.rwe = g(qpc::kRwe);
-        a.rae = g(qpc::kRae);
-    }
-    if (optmask & qpc::opt::kRnrTimeout)
-        a.min_rnr_timer = u8(qpc::kMinRnrTimer);
-    if (opcode == op::kInit2Rtr)
-        a.rq_psn = uint32_t(g(qpc::kRqPsn));
+    a.rre = g(qpc::kRre);
+    a.rwe = g(qpc::kRwe);
+    a.rae = g(qpc::kRae);
+    a.min_rnr_timer = u8(qpc::kMinRnrTimer);
+    a.rq_psn = uint32_t(g(qpc::kRqPsn));
     a.cqn_rcv = uint32_t(g(qpc::kCqnRcv));
     a.rcv_db_index = uint32_t(g(qpc::kRcvDbIndex));
-    if (optmask & qpc::opt::kQkey || (opcode == op::kRst2Init && g(qpc::kQkey)))
-        a.qkey = uint32_t(g(qpc::kQkey));
+    a.qkey = uint32_t(g(qpc::kQkey));
     a.srq = g(qpc::kSrqEnable);
     a.srqn = uint32_t(g(qpc::kSrqn));
     if (opcode == op::kInit2Rtr) {
