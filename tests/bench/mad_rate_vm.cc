@@ -25,6 +25,7 @@
 
 #include "iblab/config.h"
 #include "iblab/lab.h"
+#include "stack_commands.h"
 
 using namespace std::chrono_literals;
 
@@ -50,21 +51,14 @@ std::string Trim(std::string s)
 	return s;
 }
 
-std::string LoadCommand(iblab::Stack s)
-{
-	if (s == iblab::Stack::Ours)
-		return "modprobe ib_mthca && modprobe ib_umad && modprobe ib_sa";
-	return "modprobe ib_mthca && modprobe ib_umad";
-}
+using iblab::vmtest::LoadCommand;
 
 const std::string kPort = "/sys/class/infiniband/mthca0/ports/1";
 
 // "" once port 1 of `g` is ACTIVE, else why not.
 std::string WaitActive(iblab::Guest &g)
 {
-	auto r = g.exec("for i in $(seq 1 150); do grep -q ACTIVE " + kPort + "/state && exit 0; sleep 1; done; cat " +
-				kPort + "/state; exit 1",
-			200s);
+	auto r = iblab::vmtest::WaitPortActive(g, 150);
 	return r.ok() ? "" : "port not ACTIVE: " + Trim(r.output);
 }
 

@@ -15,20 +15,11 @@
 
 #include "iblab/config.h"
 #include "iblab/lab.h"
+#include "stack_commands.h"
 
 namespace iblab::vmtest {
 
 using namespace std::chrono_literals;
-
-// Waits up to `secs` seconds for port 1 of mthca0 in `g` to be ACTIVE;
-// on failure the output ends with the state it was left in.
-inline ExecResult WaitPortActive(Guest &g, int secs)
-{
-	const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
-	return g.exec("for i in $(seq 1 " + std::to_string(secs) + "); do grep -q ACTIVE " + state +
-			      " 2>/dev/null && exit 0; sleep 1; done; cat " + state + "; exit 1",
-		      std::chrono::seconds(secs + 30));
-}
 
 class VmSuite : public ::testing::Test {
 protected:
@@ -172,25 +163,6 @@ inline LabOptions MixedOptions(std::vector<GuestSpec> guests, const std::string 
 		if (g.stack == Stack::Ours)
 			o.modules_dir = OurModulesDir();
 	return o;
-}
-
-// The modules one stack loads for the SM, the diagnostics and the SA: the
-// upstream 6.1 stack has ib_mad and ib_sa inside ib_core (and ib_mthca
-// pulls in ib_uverbs); ours has the 2.6.11 module set.
-inline std::string LoadCommand(Stack s)
-{
-	if (s == Stack::Ours)
-		return "modprobe ib_mthca && modprobe ib_umad && modprobe ib_sa";
-	return "modprobe ib_mthca && modprobe ib_umad";
-}
-
-// Unloads what LoadCommand(s) loaded; for ours also ib_selftest, which
-// must be loaded.
-inline std::string UnloadCommand(Stack s)
-{
-	if (s == Stack::Ours)
-		return "rmmod ib_selftest ib_umad ib_sa ib_mthca ib_mad ib_core";
-	return "rmmod ib_umad ib_mthca ib_uverbs ib_core";
 }
 
 // Loads the stack of every guest, starts OpenSM in `sm` and waits until
