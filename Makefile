@@ -15,14 +15,15 @@ CTEST_ARGS ?=
 export IBSTACK_CACHE := $(CACHE)
 SHELL := /bin/bash
 
-.PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
-	check-lint check-kunit check-tests checkpatch demo clean help
+.PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
+	check-vm check-lint check-kunit check-tests checkpatch demo clean help
 
-all: modules cpp
+all: modules test-modules cpp
 
 help:
 	@echo "make                  build kernel modules and the C++ parts"
 	@echo "make modules          kernel modules (C=2 for sparse, W=1 for extra warnings)"
+	@echo "make test-modules     the test modules of tests/kmod (never installed)"
 	@echo "make modules_install  install into /lib/modules/\$$KVER/updates and run depmod"
 	@echo "make checkpatch       checkpatch --strict on our kernel sources"
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
@@ -43,13 +44,21 @@ modules:
 	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ \; && \
 	  echo "modules: $$(ls $(MODULES_DIR) | tr '\n' ' ')-> $(MODULES_DIR)"
 
+# The test modules (tests/kmod) link against our modules' symbols. They go
+# into $(MODULES_DIR) beside ours, for the lab, but are not installed.
+test-modules: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod \
+		KBUILD_EXTRA_SYMBOLS=$(CURDIR)/Module.symvers modules
+	@find tests/kmod -name '*.ko' -exec cp {} $(MODULES_DIR)/ \; && \
+	  echo "test-modules: $$(cd tests/kmod && find . -name '*.ko' -printf '%f ')-> $(MODULES_DIR)"
+
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $(KVER)
 
 # Our kernel sources: everything C under drivers/ and include/rdma, but not
 # the *.mod.c files that modpost generates.
-KSRC = $(shell find drivers include -name '*.[ch]' ! -name '*.mod.c' 2>/dev/null | sort)
+KSRC = $(shell find drivers include tests/kmod tests/kunit -name '*.[ch]' ! -name '*.mod.c' 2>/dev/null | sort)
 CHECKPATCH_DIR = $(CACHE)/checkpatch-$(KVER)
 
 $(CHECKPATCH_DIR)/scripts/checkpatch.pl:
@@ -100,7 +109,7 @@ check:
 	exit $$rc
 
 check-lint: checkpatch
-	$(MAKE) --no-print-directory modules C=2 W=1
+	$(MAKE) --no-print-directory modules test-modules C=2 W=1
 
 # KUnit suites of our kernel code, on UML (tests/kunit, Documentation/kunit.md).
 check-kunit:
@@ -124,4 +133,5 @@ demo: deps all qemu
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	-$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod clean
 	rm -rf $(BUILD)

@@ -164,6 +164,24 @@ TEST_F(OursSelftest, AllFourPassBetweenTwoGuestsOfOurs)
 	EXPECT_TRUE(all.starts_with("PASS all")) << all;
 }
 
+// The rkey the module publishes covers its region only (not all memory, as
+// a DMA MR with remote access would): a read just past it is refused by
+// the peer's HCA. The local line naming that rkey is readable by root only.
+TEST_F(OursSelftest, RemoteKeyCoversTheRegionOnly)
+{
+	for (const char *n : {"vm0", "vm1"}) {
+		auto m = Run(guest(n), "stat -c %a " + kCtl + "/local");
+		EXPECT_EQ(m.output, "400\n") << n;
+	}
+	Pair();
+	std::string r = RunTest(guest("vm0"), "rdma_bounds");
+	EXPECT_TRUE(r.starts_with("PASS rdma_bounds")) << r;
+	// Pairing again resets both RC QPs out of the error state.
+	Pair();
+	std::string all = RunTest(guest("vm0"), "all");
+	EXPECT_TRUE(all.starts_with("PASS all")) << all;
+}
+
 TEST_F(OursSelftest, RemovalWithTheDeviceAndReload)
 {
 	Guest &g = guest("vm0");

@@ -13,14 +13,11 @@
  * it adds what ib_selftest does not: atomics, an error completion, SRQ,
  * query/illegal modify, multicast attach/detach through an AMGM chain,
  * resize_cq with completions pending, an inline send.
- * Build and run it by hand:
+ * `make` builds it (`make test-modules`) into build/modules with our
+ * modules; run it by hand:
  *
- *   make modules
- *   make -C /lib/modules/$KVER/build M=$PWD/tests/kmod/mthca_smoke \
- *	KBUILD_EXTRA_SYMBOLS=$PWD/Module.symvers modules
- *   mkdir -p /tmp/m; cp build/modules/<all .ko> and mthca_smoke.ko to /tmp/m
  *   build/tests/lab/iblab run --guest vm0:ours --guest vm1 --fabric b2b \
- *	--modules /tmp/m -- build/tests/lab/iblab exec vm0 -- \
+ *	--modules build/modules -- build/tests/lab/iblab exec vm0 -- \
  *	'modprobe ib_mthca; modprobe mthca_smoke; sleep 30; dmesg | grep smoke'
  *
  * The last line is "mthca_smoke: DONE <n> failures".

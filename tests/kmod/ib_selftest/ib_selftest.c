@@ -3,7 +3,9 @@
  * ib_selftest: an in-kernel data-path test of the verbs.
  *
  * The module is an ib_client.  On the first channel adapter that appears
- * it sets up a protection domain, a DMA memory region, one completion queue,
+ * it sets up a protection domain, a local-only DMA memory region for its
+ * buffers, a memory region over just the buffer the peer may read and write
+ * (its rkey is the only remote key this module hands out), one completion queue,
  * an RC and a UD queue pair on port 1 and a handful of DMA-mapped kmalloc
  * buffers.  Two hosts running it are paired through files under
  * /sys/kernel/ib_selftest/:
@@ -15,7 +17,9 @@
  *                   RESET on every write, so both sides re-pair together)
  *   run    (write)  "query_qp", "rc_send", "rdma_write", "rdma_read",
  *                   "ud_send" or "all"; the write returns when the test is
- *                   over
+ *                   over.  "rdma_bounds" (not in "all") reads past the
+ *                   peer's region and expects a remote access error; it
+ *                   leaves the RC QP in error, so pair again after it
  *          (read)   "PASS <test> ..." or "FAIL <test>: <reason>"
  *   stats  (read)   what this side received and verified for its peer
  *
@@ -54,6 +58,7 @@ MODULE_LICENSE("Dual BSD/GPL");
 #define ST_GRH_BYTES	40		/* in front of every UD receive */
 #define ST_UD_MAX	2048		/* UD messages: at most the path MTU */
 #define ST_REGION_BYTES	16384		/* the RDMA target region */
+#define ST_BOUNDS_PROBE	64		/* bytes read past it by rdma_bounds */
 #define ST_QKEY		0x11223344	/* not a controlled Q_Key */
 #define ST_ACK_TIMEOUT	17	/* 4.096 us * 2^17: about half a second */
 #define ST_RETRY_CNT	6
@@ -164,7 +169,8 @@ struct st_stats {
  * struct st_dev - the self-test's state on its device
  * @device: the device
  * @pd: protection domain
- * @mr: DMA memory region covering every buffer (and the region)
+ * @mr: local-only DMA memory region: the lkey of every buffer
+ * @region_mr: remote read/write memory region over @region and nothing else
  * @cq: the one CQ of both QPs
  * @rc_qp: the RC QP
  * @ud_qp: the UD QP
@@ -184,6 +190,8 @@ struct st_stats {
  * @result: what the run file reads
  * @cq_work: polls the CQ after a completion event
  * @done: completed when what a test waits for has happened
+ * @event_handler: logs the device's events (the catastrophic-error test
+ *	looks for them)
  * @lock: spinlock, taken with interrupts off (the CQ handler takes it);
  *	guards @dying, @gen, @paired, the wait_* fields and @stats
  * @dying: set once teardown began: the CQ handler queues no more work
@@ -205,6 +213,7 @@ struct st_dev {
 	struct ib_device	*device;
 	struct ib_pd		*pd;
 	struct ib_mr		*mr;
+	struct ib_mr		*region_mr;
 	struct ib_cq		*cq;
 	struct ib_qp		*rc_qp;
 	struct ib_qp		*ud_qp;
@@ -363,10 +372,10 @@ static int st_post_recv(struct st_dev *sd, bool ud, u32 idx, u16 gen)
 /*
  * Posts one signaled send work request of @len bytes from @b: on the UD QP
  * to the peer's UD QP when @ud, else on the RC QP (a send, or an RDMA
- * operation on the peer's region when @opcode says so).
+ * operation at @roff bytes into the peer's region when @opcode says so).
  */
 static int st_post_send(struct st_dev *sd, bool ud, struct st_buf *b,
-			u32 len, enum ib_wr_opcode opcode, u64 wr_id)
+			u32 len, enum ib_wr_opcode opcode, u64 wr_id, u64 roff)
 {
 	struct ib_sge sge = {
 		.addr = b->dma,
@@ -387,7 +396,7 @@ static int st_post_send(struct st_dev *sd, bool ud, struct st_buf *b,
 		wr.wr.ud.remote_qpn = sd->peer.ud_qpn;
 		wr.wr.ud.remote_qkey = ST_QKEY;
 	} else if (opcode == IB_WR_RDMA_WRITE || opcode == IB_WR_RDMA_READ) {
-		wr.wr.rdma.remote_addr = sd->peer.addr;
+		wr.wr.rdma.remote_addr = sd->peer.addr + roff;
 		wr.wr.rdma.rkey = sd->peer.rkey;
 	}
 	st_for_device(sd, b);
@@ -431,7 +440,7 @@ static void st_send_ack(struct st_dev *sd, bool ud, u32 seq, long bad_at,
 	m->seq = cpu_to_be32(seq);
 	m->bad_offset = cpu_to_be32(bad_at < 0 ? 0 : (u32)bad_at);
 	ret = st_post_send(sd, ud, &sd->ack, sizeof(*m), IB_WR_SEND,
-			   ST_WRID(gen, ST_WR_ACK, seq));
+			   ST_WRID(gen, ST_WR_ACK, seq), 0);
 	if (ret)
 		pr_info("ib_selftest: ACK of %u not sent: %d\n", seq, ret);
 }
@@ -868,7 +877,7 @@ static int st_request(struct st_dev *sd, const char *test, bool ud, u8 type,
 	}
 	st_expect(sd, ST_WAIT_ACK, seq);
 	ret = st_post_send(sd, ud, &sd->tx, bytes, IB_WR_SEND,
-			   ST_WRID(st_gen(sd), ST_WR_REQ, seq));
+			   ST_WRID(st_gen(sd), ST_WR_REQ, seq), 0);
 	if (ret) {
 		st_cancel_wait(sd);
 		snprintf(sd->result, sizeof(sd->result),
@@ -878,16 +887,19 @@ static int st_request(struct st_dev *sd, const char *test, bool ud, u8 type,
 	return st_wait(sd, test, "acknowledgment from the peer");
 }
 
-/* An RDMA write or read of @len bytes between @b and the peer's region. */
+/*
+ * An RDMA write or read of @len bytes between @b and the peer's region, at
+ * @roff bytes into it.
+ */
 static int st_rdma(struct st_dev *sd, const char *test, enum ib_wr_opcode op,
-		   struct st_buf *b, u32 len)
+		   struct st_buf *b, u32 len, u64 roff)
 {
 	u32 seq = ++sd->seq;
 	int ret;
 
 	st_expect(sd, ST_WAIT_WC, seq);
 	ret = st_post_send(sd, false, b, len, op,
-			   ST_WRID(st_gen(sd), ST_WR_REQ, seq));
+			   ST_WRID(st_gen(sd), ST_WR_REQ, seq), roff);
 	if (ret) {
 		st_cancel_wait(sd);
 		snprintf(sd->result, sizeof(sd->result),
@@ -930,7 +942,7 @@ static int st_test_rdma_write(struct st_dev *sd)
 
 	st_for_cpu(sd, &sd->src);
 	st_fill(sd->src.cpu, len, seed);
-	ret = st_rdma(sd, "rdma_write", IB_WR_RDMA_WRITE, &sd->src, len);
+	ret = st_rdma(sd, "rdma_write", IB_WR_RDMA_WRITE, &sd->src, len, 0);
 	if (ret)
 		return ret;
 	/* The CHECK follows the write on the same connection. */
@@ -953,7 +965,7 @@ static int st_test_rdma_read(struct st_dev *sd)
 		return ret;
 	st_for_cpu(sd, &sd->sink);
 	memset(sd->sink.cpu, 0, len);
-	ret = st_rdma(sd, "rdma_read", IB_WR_RDMA_READ, &sd->sink, len);
+	ret = st_rdma(sd, "rdma_read", IB_WR_RDMA_READ, &sd->sink, len, 0);
 	if (ret)
 		return ret;
 	st_for_cpu(sd, &sd->sink);
@@ -966,6 +978,34 @@ static int st_test_rdma_read(struct st_dev *sd)
 	snprintf(sd->result, sizeof(sd->result),
 		 "PASS rdma_read: %u bytes read and verified\n", len);
 	return 0;
+}
+
+/*
+ * The peer's rkey covers its region and nothing else: an RDMA read of the
+ * bytes just past the region must be refused by the peer's HCA with a
+ * remote access error.  A read, not a write, so that a peer which wrongly
+ * allowed it would not have its memory overwritten.  The RC QP ends in the
+ * error state: write peer again (on both sides) before the next test.
+ */
+static int st_test_rdma_bounds(struct st_dev *sd)
+{
+	int ret;
+
+	ret = st_rdma(sd, "rdma_bounds", IB_WR_RDMA_READ, &sd->sink,
+		      ST_BOUNDS_PROBE, ST_REGION_BYTES);
+	if (!ret) {
+		snprintf(sd->result, sizeof(sd->result),
+			 "FAIL rdma_bounds: the peer let %u bytes past its region be read\n",
+			 ST_BOUNDS_PROBE);
+		return -EACCES;
+	}
+	if (ret == -EIO && sd->wait_wc_status == IB_WC_REM_ACCESS_ERR) {
+		snprintf(sd->result, sizeof(sd->result),
+			 "PASS rdma_bounds: a read past the peer's region was refused (%s)\n",
+			 ib_wc_status_msg(sd->wait_wc_status));
+		return 0;
+	}
+	return ret;
 }
 
 /* One attribute ib_query_qp() gave back, against what st_pair() set. */
@@ -1026,6 +1066,7 @@ static int st_test_query_qp(struct st_dev *sd)
 	return 0;
 }
 
+/* The tests of "all": each leaves the QPs ready for the next. */
 static const struct {
 	const char *name;
 	int (*run)(struct st_dev *sd);
@@ -1058,6 +1099,8 @@ static void st_teardown(struct st_dev *sd)
 		ib_destroy_ah(sd->ah);
 	if (sd->cq)
 		ib_destroy_cq(sd->cq);
+	if (sd->region_mr)
+		ib_dereg_mr(sd->region_mr);
 	if (sd->mr)
 		ib_dereg_mr(sd->mr);
 	if (sd->pd)
@@ -1094,6 +1137,24 @@ static struct ib_qp *st_create_qp(struct st_dev *sd, enum ib_qp_type type)
 	return ib_create_qp(sd->pd, &init);
 }
 
+/*
+ * The peer's RDMA writes and reads may reach @region and nothing else: a
+ * memory region of its own, at the region's DMA address (kmalloc memory,
+ * so physically contiguous).
+ */
+static struct ib_mr *st_reg_region(struct st_dev *sd)
+{
+	struct ib_phys_buf buf = {
+		.addr = sd->region.dma,
+		.size = sd->region.size,
+	};
+	u64 iova = sd->region.dma;
+
+	return ib_reg_phys_mr(sd->pd, &buf, 1, IB_ACCESS_LOCAL_WRITE |
+			      IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE,
+			      &iova);
+}
+
 static int st_setup(struct st_dev *sd)
 {
 	struct ib_qp *qp;
@@ -1124,11 +1185,16 @@ static int st_setup(struct st_dev *sd)
 		sd->pd = NULL;
 		return ret;
 	}
-	sd->mr = ib_get_dma_mr(sd->pd, IB_ACCESS_LOCAL_WRITE |
-			       IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE);
+	sd->mr = ib_get_dma_mr(sd->pd, IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(sd->mr)) {
 		ret = PTR_ERR(sd->mr);
 		sd->mr = NULL;
+		return ret;
+	}
+	sd->region_mr = st_reg_region(sd);
+	if (IS_ERR(sd->region_mr)) {
+		ret = PTR_ERR(sd->region_mr);
+		sd->region_mr = NULL;
 		return ret;
 	}
 	sd->cq = ib_create_cq(sd->device, st_cq_event, st_async_event, sd,
@@ -1241,7 +1307,7 @@ static ssize_t local_show(struct kobject *kobj, struct kobj_attribute *attr,
 		goto out;
 	ret = sysfs_emit(buf, "0x%04x 0x%06x 0x%06x 0x%08x 0x%016llx 0x%06x\n",
 			 port.lid, sd->rc_qp->qp_num, sd->ud_qp->qp_num,
-			 sd->mr->rkey, (unsigned long long)sd->region.dma,
+			 sd->region_mr->rkey, (unsigned long long)sd->region.dma,
 			 sd->psn);
 out:
 	mutex_unlock(&st_mutex);
@@ -1346,7 +1412,8 @@ static ssize_t run_store(struct kobject *kobj, struct kobj_attribute *attr,
 	for (i = 0; i < ARRAY_SIZE(st_tests); i++)
 		if (sysfs_streq(buf, st_tests[i].name))
 			which = i;
-	if (which < 0 && !sysfs_streq(buf, "all"))
+	if (which < 0 && !sysfs_streq(buf, "all") &&
+	    !sysfs_streq(buf, "rdma_bounds"))
 		return -EINVAL;
 
 	mutex_lock(&st_mutex);
@@ -1355,6 +1422,8 @@ static ssize_t run_store(struct kobject *kobj, struct kobj_attribute *attr,
 		ret = -ENODEV;
 	else if (!sd->paired)
 		ret = -ENOTCONN;
+	else if (sysfs_streq(buf, "rdma_bounds"))
+		st_test_rdma_bounds(sd);
 	else if (which < 0)
 		st_run_all(sd);
 	else
@@ -1393,7 +1462,9 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return ret;
 }
 
-static struct kobj_attribute st_local_attr = __ATTR_RO(local);
+/* local names a remote key: for root only. */
+static struct kobj_attribute st_local_attr = __ATTR(local, 0400, local_show,
+						    NULL);
 static struct kobj_attribute st_peer_attr = __ATTR_RW(peer);
 static struct kobj_attribute st_run_attr = __ATTR_RW(run);
 static struct kobj_attribute st_stats_attr = __ATTR_RO(stats);
