@@ -16,7 +16,8 @@ export IBSTACK_CACHE := $(CACHE)
 SHELL := /bin/bash
 
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
-	check-vm check-lint check-kunit check-tests checkpatch demo clean help
+	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
+	checkpatch demo clean help
 
 all: modules test-modules cpp
 
@@ -90,26 +91,26 @@ deps:
 	.ci/deps
 
 # --- tests -----------------------------------------------------------------
-check:
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory deps && \
-	$(MAKE) --no-print-directory all && \
-	$(MAKE) --no-print-directory qemu && \
-	$(MAKE) --no-print-directory check-lint && \
-	$(MAKE) --no-print-directory check-kunit && \
-	$(MAKE) --no-print-directory check-tests; rc=$$?; \
-	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
-	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
-	echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="; \
-	sed 1d $(BUILD)/lab/mad_rate.txt 2>/dev/null || echo "not run"; \
-	echo "=== timings ==="; \
-	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
-	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
-	grep -h "tests passed.*tests failed out of" $(BUILD)/ctest.log 2>/dev/null | tail -1; \
-	exit $$rc
+# make check runs these stages in order (tests/check.sh): it times each, keeps
+# its log in build/check/, and ends with one line "N passed, N failed" over
+# the KUnit cases, the lint stages and every ctest test. deps, all and qemu
+# build what the others need; the later stages all run even when one fails.
+CHECK_STAGES = deps all qemu check-checkpatch check-sparse check-kunit check-tests
 
-check-lint: checkpatch
-	$(MAKE) --no-print-directory modules test-modules C=2 W=1
+check:
+	@tests/check.sh $(BUILD) $(CHECK_STAGES)
+
+check-lint: check-checkpatch check-sparse
+
+check-checkpatch: checkpatch
+
+# Sparse (C=2) and W=1 over our modules and the test modules: any warning
+# or error line fails the stage.
+check-sparse:
+	@mkdir -p $(BUILD); set -o pipefail; $(MAKE) --no-print-directory modules test-modules C=2 W=1 2>&1 | \
+	  tee $(BUILD)/sparse.log
+	@if grep -E '(warning|error):' $(BUILD)/sparse.log; then \
+	  echo "check-sparse: the lines above fail the lint"; exit 1; fi
 
 # KUnit suites of our kernel code, on UML (tests/kunit, Documentation/kunit.md).
 check-kunit:

@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check's driver. Runs the make targets it is given as stages, in order,
+# each with its output in build/check/<stage>.log, and times them. The first
+# stages (deps, all, qemu, debug-kernel) build what the rest need: if one of
+# those fails, the run stops. Every other stage runs even when an earlier
+# one failed, so one failure does not hide the others.
+#
+# It ends with the benchmarks, the stage times and one line
+#   N passed, N failed[, N skipped]
+# that counts the KUnit cases, each lint stage as one test, and every ctest
+# test. Exit status: 0 only when nothing failed.
+#
+# usage: tests/check.sh BUILD_DIR STAGE...
+set -uo pipefail
+
+build=$1
+shift
+out=$build/check
+rm -rf "$out" "$build/ctest.log"
+mkdir -p "$out"
+
+passed=0 failed=0 skipped=0
+declare -a table
+start_all=$(date +%s)
+
+# Prints "passed failed skipped" for a finished stage.
+count_stage() {
+	local stage=$1 rc=$2 log=$3 p=0 f=0 s=0 line t
+	case $stage in
+	check-kunit)
+		# "Ran 150 tests: passed: 148, failed: 1, skipped: 1"
+		line=$(grep -ho 'Ran [0-9]* tests:.*' "$log" | tail -1)
+		if [ -n "$line" ]; then
+			p=$(sed -n 's/.*passed: \([0-9]*\).*/\1/p' <<<"$line")
+			f=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' <<<"$line")
+			s=$(sed -n 's/.*skipped: \([0-9]*\).*/\1/p' <<<"$line")
+			t=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$line")
+			f=$(( ${f:-0} + ${t:-0} ))
+			p=${p:-0} s=${s:-0}
+		fi
+		# A build failure, a crash or a sparse finding fails the stage.
+		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+		;;
+	check-tests*)
+		# "97% tests passed, 3 tests failed out of 100"
+		line=$(grep -h 'tests passed, .* tests failed out of' "$log" | tail -1)
+		if [ -n "$line" ]; then
+			t=$(sed -n 's/.*out of \([0-9]*\).*/\1/p' <<<"$line")
+			f=$(sed -n 's/.* \([0-9]*\) tests failed.*/\1/p' <<<"$line")
+			s=$(grep -c '(Skipped)' "$log")
+			p=$(( t - f - s ))
+		fi
+		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+		;;
+	*)
+		if [ "$rc" -eq 0 ]; then p=1; else f=1; fi
+		;;
+	esac
+	echo "$p $f $s"
+}
+
+for stage in "$@"; do
+	log=$out/$stage.log
+	echo "=== stage $stage ==="
+	t0=$(date +%s)
+	make --no-print-directory "$stage" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	secs=$(( $(date +%s) - t0 ))
+	case $stage in
+	deps|all|qemu|debug-kernel|debug-modules)
+		status=ok
+		if [ "$rc" -ne 0 ]; then
+			status=FAILED
+			failed=$(( failed + 1 ))
+		fi
+		table+=("$(printf '%-22s %6ss  %s' "$stage" "$secs" "$status")")
+		if [ "$rc" -ne 0 ]; then
+			echo "=== stage $stage FAILED: the stages after it need it; stopping ==="
+			break
+		fi
+		;;
+	*)
+		read -r p f s < <(count_stage "$stage" "$rc" "$log")
+		passed=$(( passed + p )) failed=$(( failed + f )) skipped=$(( skipped + s ))
+		status="$p passed, $f failed"
+		[ "$s" -gt 0 ] && status+=", $s skipped"
+		[ "$rc" -ne 0 ] && status+=" (exit $rc)"
+		table+=("$(printf '%-22s %6ss  %s' "$stage" "$secs" "$status")")
+		;;
+	esac
+done
+
+echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="
+if [ -x "$build/emulator/bench/rdma_write_bench" ]; then
+	"$build/emulator/bench/rdma_write_bench" --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' ||
+		echo "rdma_write_bench: no ratio measured"
+else
+	echo "not built"
+fi
+echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="
+sed 1d "$build/lab/mad_rate.txt" 2>/dev/null || echo "not run"
+echo "=== timings ==="
+if [ -f "$build/lab/timings.txt" ] && [ "$build/lab/timings.txt" -nt "$out" ]; then
+	cat "$build/lab/timings.txt"
+else
+	echo "guest boot-to-shell: not measured in this run"
+fi
+echo "=== stages ==="
+printf '%s\n' "${table[@]}"
+echo "make check wall time: $(( $(date +%s) - start_all )) s"
+line="$passed passed, $failed failed"
+[ "$skipped" -gt 0 ] && line+=", $skipped skipped"
+echo "$line"
+[ "$failed" -eq 0 ]
