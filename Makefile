@@ -34,24 +34,26 @@ help:
 
 # --- kernel modules --------------------------------------------------------
 # C=, W=, V= given on our command line reach Kbuild through MAKEFLAGS.
-# The built .ko files are also collected flat into $(BUILD)/modules, the
-# directory the VM tests of our stack hand to the lab (iblab --modules).
+# The built .ko files are also collected into $(BUILD)/modules (ours in
+# ibstack/, the test modules in tests/), the directory the VM tests of our
+# stack hand to the lab (iblab --modules, which takes .ko files at any depth).
 MODULES_DIR = $(BUILD)/modules
 
 modules:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run .ci/deps"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
-	@rm -rf $(MODULES_DIR) && mkdir -p $(MODULES_DIR) && \
-	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ \; && \
-	  echo "modules: $$(ls $(MODULES_DIR) | tr '\n' ' ')-> $(MODULES_DIR)"
+	@rm -rf $(MODULES_DIR)/ibstack && mkdir -p $(MODULES_DIR)/ibstack && \
+	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ibstack/ \; && \
+	  echo "modules: $$(ls $(MODULES_DIR)/ibstack | tr '\n' ' ')-> $(MODULES_DIR)/ibstack"
 
 # The test modules (tests/kmod) link against our modules' symbols. They go
 # into $(MODULES_DIR) beside ours, for the lab, but are not installed.
 test-modules: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod \
 		KBUILD_EXTRA_SYMBOLS=$(CURDIR)/Module.symvers modules
-	@find tests/kmod -name '*.ko' -exec cp {} $(MODULES_DIR)/ \; && \
-	  echo "test-modules: $$(cd tests/kmod && find . -name '*.ko' -printf '%f ')-> $(MODULES_DIR)"
+	@rm -rf $(MODULES_DIR)/tests && mkdir -p $(MODULES_DIR)/tests && \
+	  find tests/kmod -name '*.ko' -exec cp {} $(MODULES_DIR)/tests/ \; && \
+	  echo "test-modules: $$(ls $(MODULES_DIR)/tests | tr '\n' ' ')-> $(MODULES_DIR)/tests"
 
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
