@@ -11,12 +11,15 @@ BUILD ?= $(CURDIR)/build
 CACHE ?= $(or $(IBSTACK_CACHE),$(HOME)/.cache/ibstack)
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+# The sanitizer build (clang, ASan+UBSan, libFuzzer): emulator only.
+ASAN_BUILD ?= $(CURDIR)/build-asan
 
 export IBSTACK_CACHE := $(CACHE)
 SHELL := /bin/bash
 
 .PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
-	check-lint check-kunit check-tests checkpatch demo clean help
+	check-lint check-kunit check-tests checkpatch demo clean help \
+	asan check-asan
 
 all: modules cpp
 
@@ -28,6 +31,7 @@ help:
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
+	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
 
 # --- kernel modules --------------------------------------------------------
@@ -88,7 +92,8 @@ check:
 	$(MAKE) --no-print-directory qemu && \
 	$(MAKE) --no-print-directory check-lint && \
 	$(MAKE) --no-print-directory check-kunit && \
-	$(MAKE) --no-print-directory check-tests; rc=$$?; \
+	$(MAKE) --no-print-directory check-tests && \
+	$(MAKE) --no-print-directory check-asan; rc=$$?; \
 	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
 	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
 	echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="; \
@@ -119,9 +124,22 @@ check-unit: cpp
 check-vm: cpp
 	cd $(BUILD) && ctest --output-on-failure -L vm $(CTEST_ARGS)
 
+# --- sanitizers and fuzzing (Documentation/emulator.md, "Sanitizers and fuzzing")
+$(ASAN_BUILD)/build.ninja: CMakeLists.txt
+	CC=clang CXX=clang++ cmake -S $(CURDIR) -B $(ASAN_BUILD) -G Ninja \
+	  -DIBSTACK_FUZZ=ON -DIBSTACK_EMULATOR_ONLY=ON
+
+asan: $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Unit tests of the emulator, sanitized.
+check-asan: asan
+	@set -o pipefail; cd $(ASAN_BUILD) && \
+	ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(ASAN_BUILD)/ctest.log
+
 demo: deps all qemu
 	tests/lab/demo.sh $(BUILD)
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
