@@ -13,13 +13,15 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 # The sanitizer build (clang, ASan+UBSan, libFuzzer): emulator only.
 ASAN_BUILD ?= $(CURDIR)/build-asan
+# Seconds each fuzz target runs: 20 in check-fuzz, 600 in make fuzz.
+FUZZ_SECONDS ?= $(if $(filter fuzz,$(MAKECMDGOALS)),600,20)
 
 export IBSTACK_CACHE := $(CACHE)
 SHELL := /bin/bash
 
 .PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
 	check-lint check-kunit check-tests checkpatch demo clean help \
-	asan check-asan
+	asan check-asan check-fuzz fuzz
 
 all: modules cpp
 
@@ -32,6 +34,8 @@ help:
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
 	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
+	@echo "make check-fuzz       each fuzz target for FUZZ_SECONDS (default 20) s"
+	@echo "make fuzz             a longer campaign: FUZZ_SECONDS=600 [FUZZ_TARGETS=...]"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
 
 # --- kernel modules --------------------------------------------------------
@@ -93,7 +97,8 @@ check:
 	$(MAKE) --no-print-directory check-lint && \
 	$(MAKE) --no-print-directory check-kunit && \
 	$(MAKE) --no-print-directory check-tests && \
-	$(MAKE) --no-print-directory check-asan; rc=$$?; \
+	$(MAKE) --no-print-directory check-asan && \
+	$(MAKE) --no-print-directory check-fuzz; rc=$$?; \
 	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
 	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
 	echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="; \
@@ -132,10 +137,16 @@ $(ASAN_BUILD)/build.ninja: CMakeLists.txt
 asan: $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Unit tests of the emulator, sanitized.
+# Unit tests of the emulator and the fuzz regression inputs, sanitized.
 check-asan: asan
 	@set -o pipefail; cd $(ASAN_BUILD) && \
 	ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(ASAN_BUILD)/ctest.log
+
+check-fuzz: asan
+	emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz: asan
+	emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 demo: deps all qemu
 	tests/lab/demo.sh $(BUILD)
