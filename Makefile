@@ -11,13 +11,27 @@ BUILD ?= $(CURDIR)/build
 CACHE ?= $(or $(IBSTACK_CACHE),$(HOME)/.cache/ibstack)
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+# The sanitizer build (clang, ASan+UBSan, libFuzzer): emulator only.
+ASAN_BUILD ?= $(CURDIR)/build-asan
+# Seconds each fuzz target runs: 20 in check-fuzz, 600 in make fuzz.
+FUZZ_SECONDS ?= $(if $(filter fuzz,$(MAKECMDGOALS)),600,20)
 
 export IBSTACK_CACHE := $(CACHE)
+
+# C and C++ objects go through ccache, kept in the cache directory, so a fresh
+# clone (as CI has) rebuilds the emulator and its sanitized build quickly.
+# Paths under the clone are hashed relative to it.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+export CCACHE_DIR := $(CACHE)/ccache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_MAXSIZE := 4G
+LAUNCHER = $(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 SHELL := /bin/bash
 
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
 	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
-	checkpatch demo clean help
+	checkpatch demo clean help asan check-asan check-fuzz fuzz
 
 all: modules test-modules cpp
 
@@ -30,6 +44,9 @@ help:
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
+	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
+	@echo "make check-fuzz       each fuzz target for FUZZ_SECONDS (default 20) s"
+	@echo "make fuzz             a longer campaign: FUZZ_SECONDS=600 [FUZZ_TARGETS=...]"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
 
 # --- kernel modules --------------------------------------------------------
@@ -78,7 +95,7 @@ checkpatch: $(CHECKPATCH_DIR)/scripts/checkpatch.pl
 
 # --- C++ -------------------------------------------------------------------
 $(BUILD)/build.ninja: CMakeLists.txt
-	cmake -S $(CURDIR) -B $(BUILD) -G Ninja -DIBSTACK_QEMU=$(BUILD)/qemu/qemu-system-x86_64
+	cmake -S $(CURDIR) -B $(BUILD) -G Ninja $(LAUNCHER) -DIBSTACK_QEMU=$(BUILD)/qemu/qemu-system-x86_64
 
 cpp: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -97,7 +114,8 @@ deps:
 # its log in build/check/, and ends with one line "N passed, N failed" over
 # the KUnit cases, the lint stages and every ctest test. deps, all and qemu
 # build what the others need; the later stages all run even when one fails.
-CHECK_STAGES = deps all qemu check-checkpatch check-sparse check-kunit check-tests
+CHECK_STAGES = deps all qemu check-checkpatch check-sparse check-kunit check-tests \
+	check-asan check-fuzz
 
 check:
 	@tests/check.sh $(BUILD) $(CHECK_STAGES)
@@ -131,10 +149,29 @@ check-unit: cpp
 check-vm: cpp
 	cd $(BUILD) && ctest --output-on-failure -L vm $(CTEST_ARGS)
 
+# --- sanitizers and fuzzing (Documentation/emulator.md, "Sanitizers and fuzzing")
+$(ASAN_BUILD)/build.ninja: CMakeLists.txt
+	CC=clang CXX=clang++ cmake -S $(CURDIR) -B $(ASAN_BUILD) -G Ninja $(LAUNCHER) \
+	  -DIBSTACK_FUZZ=ON -DIBSTACK_EMULATOR_ONLY=ON
+
+asan: $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Unit tests of the emulator and the fuzz regression inputs, sanitized.
+check-asan: asan
+	@set -o pipefail; cd $(ASAN_BUILD) && \
+	ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(ASAN_BUILD)/ctest.log
+
+check-fuzz: asan
+	emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz: asan
+	emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 demo: deps all qemu
 	tests/lab/demo.sh $(BUILD)
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	-$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod clean
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -43,7 +43,7 @@ count_stage() {
 		# A build failure, a crash or a sparse finding fails the stage.
 		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 		;;
-	check-tests*)
+	check-tests*|check-asan)
 		# "97% tests passed, 3 tests failed out of 100"
 		line=$(grep -h 'tests passed, .* tests failed out of' "$log" | tail -1)
 		if [ -n "$line" ]; then

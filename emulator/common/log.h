@@ -29,6 +29,16 @@ public:
     // Number of guest errors logged since start (or since reset_counters()).
     static uint64_t guest_errors();
     static void reset_counters();
+
+    // Guest-error lines are rate limited per source ("who"): at most
+    // `lines` in each `window_ns` (default 50 per second). The rest are
+    // counted, not printed; the first line of the source's next window
+    // says how many were suppressed. Counted per source and in all.
+    static void set_guest_error_limit(unsigned lines, uint64_t window_ns);
+    static uint64_t suppressed();
+    static uint64_t suppressed(const std::string& who);
+    // Where the limiter reads the time (monotonic ns); nullptr: the clock.
+    static void set_time_source(uint64_t (*now_ns)());
 };
 
 }  // namespace ibemu

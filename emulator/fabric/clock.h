@@ -75,6 +75,11 @@ public:
     // How many synchronous deliveries are nested right now (links use it to
     // bound a zero-latency forwarding loop).
     unsigned delivery_depth = 0;
+    // Synchronous deliveries since the outermost one began: one transmit
+    // and everything it caused at once. Links refuse more than
+    // kMaxSyncDeliveries (link.h), so a multicast loop that fans out at
+    // every hop ends after that many instead of ~fan-out^depth.
+    uint64_t sync_deliveries = 0;
 
 private:
     Clock& clock_;

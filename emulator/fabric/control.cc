@@ -279,15 +279,16 @@ std::string Fabric::control(std::string_view line)
         if (!port_arg(w[1], &l, &side, &err))
             return error(err);
         const LinkCounters& c = l->counters(side);
-        char buf[300];
+        char buf[340];
         std::snprintf(buf, sizeof buf,
                       "ok tx_packets %llu tx_bytes %llu delivered %llu deferred %llu dropped_down %llu "
-                      "dropped_mtu %llu dropped_fault %llu dropped_overflow %llu dropped_loop %llu",
+                      "dropped_mtu %llu dropped_fault %llu dropped_overflow %llu dropped_loop %llu "
+                      "dropped_storm %llu",
                       (unsigned long long)c.tx_packets, (unsigned long long)c.tx_bytes,
                       (unsigned long long)c.delivered, (unsigned long long)c.deferred,
                       (unsigned long long)c.dropped_down, (unsigned long long)c.dropped_mtu,
                       (unsigned long long)c.dropped_fault, (unsigned long long)c.dropped_overflow,
-                      (unsigned long long)c.dropped_loop);
+                      (unsigned long long)c.dropped_loop, (unsigned long long)c.dropped_storm);
         return buf;
     }
     if (cmd == "capture") {

@@ -171,6 +171,10 @@ void Link::Direction::transmit(const Packet& p)
             ++ctr.dropped_loop;
             return;
         }
+        if (l.sched_.delivery_depth && l.sched_.sync_deliveries >= kMaxSyncDeliveries) {
+            ++ctr.dropped_storm;
+            return;
+        }
         ++l.side_[from].busy;
         l.deliver(*this, p);
         --l.side_[from].busy;
@@ -263,6 +267,9 @@ void Link::deliver(Direction& d, const Packet& p)
         return;
     }
     ++d.ctr.delivered;
+    if (sched_.delivery_depth == 0)
+        sched_.sync_deliveries = 0;  // an outermost delivery: a new budget
+    ++sched_.sync_deliveries;
     ++sched_.delivery_depth;
     ++side_[to].busy;
     ep->receive(p);

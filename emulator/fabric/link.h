@@ -22,7 +22,10 @@
 //    non-reentrant endpoint is delivered by the next run_due(), before any
 //    packet queued after it.
 //  - A zero-latency chain deeper than kMaxSyncDepth (a forwarding loop) is
-//    dropped and counted.
+//    dropped and counted (dropped_loop). So is every synchronous delivery
+//    past kMaxSyncDeliveries caused by one outermost transmit (a multicast
+//    storm: an MFT loop fans out at every hop, so the depth bound alone
+//    would allow ~2^64 deliveries) (dropped_storm).
 //
 // Checks, in order, on transmit: the link is up (else dropped_down), the
 // payload fits the link MTU (IBA 7.7.8: else dropped_mtu), fault injection
@@ -40,6 +43,9 @@
 namespace ibemu::fabric {
 
 inline constexpr unsigned kMaxSyncDepth = 64;
+// Deliveries one transmit may cause synchronously, across every link: far
+// more than a multicast to every port of a 1000-node lab needs.
+inline constexpr uint64_t kMaxSyncDeliveries = 8192;
 
 struct LinkConfig {
     LinkParams params;
@@ -59,6 +65,7 @@ struct LinkCounters {
     uint64_t dropped_fault = 0;
     uint64_t dropped_overflow = 0;
     uint64_t dropped_loop = 0;
+    uint64_t dropped_storm = 0;   // over kMaxSyncDeliveries in one transmit
 };
 
 // Fault injection, per direction, deterministic.

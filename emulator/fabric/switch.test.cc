@@ -3,11 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <random>
 
 #include "fabric/fabric.h"
 #include "fabric/test_support.h"
+#include "fabric/topology.h"
 
 namespace ibemu::fabric {
 namespace {
@@ -29,6 +31,17 @@ struct SwitchTest : ::testing::Test {
         for (HcaPort* hp : fab.hca_ports()) {
             TestPort& t = hosts[hp->node_name()];
             t.wire = &hp->attach(&t);
+        }
+    }
+    void build_text(const char* text)
+    {
+        Topology t;
+        std::string err;
+        ASSERT_TRUE(parse_topology(text, &t, &err)) << err;
+        ASSERT_TRUE(fab.build(t, &err)) << err;
+        for (HcaPort* hp : fab.hca_ports()) {
+            TestPort& tp = hosts[hp->node_name()];
+            tp.wire = &hp->attach(&tp);
         }
     }
     TestPort& sm() { return hosts["vm0"]; }
@@ -385,6 +398,66 @@ TEST_F(SwitchTest, MulticastByMft)
     // A bad position is refused.
     r = dr(mad::kMethodGet, smp::kAttrMft, 1u << 28, {1});
     EXPECT_EQ(smp::kDrStatus.get(*r), mad::kStatusInvalidField);
+}
+
+TEST_F(SwitchTest, MulticastLoopOnACycleIsBounded)
+{
+    // Four switches cabled each to each, every port ACTIVE, and an MFT that
+    // sends MLID 0xC000 out of every port of every switch: each copy that
+    // crosses a switch-to-switch link leaves the next switch as two. Zero-latency links deliver
+    // all of it inside one transmit; without a budget that is ~2^64
+    // deliveries (the depth bound alone is 64 hops).
+    build_text(test::kMesh4);
+    const std::vector<std::vector<uint8_t>> paths = {{1}, {1, 2}, {1, 3}, {1, 4}};
+    for (const auto& path : paths) {
+        for (unsigned p = 1; p <= 4; ++p) {
+            for (uint8_t st : {uint8_t(PortState::Armed), uint8_t(PortState::Active)}) {
+                auto r = set_port_info(path, p, [&](std::span<uint8_t> pd) { kPiState.set(pd, st); });
+                ASSERT_TRUE(r);
+                ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+            }
+        }
+        Mad mft{};
+        put16(test::smp_data(mft), 0, 0x001e);  // MLID 0xC000: ports 1-4
+        auto r = dr(mad::kMethodSet, smp::kAttrMft, 0, path, &mft);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+    }
+    for (auto& [name, h] : hosts)
+        h.rx.clear();
+    auto storm = [&] {
+        uint64_t n = 0;
+        for (auto [node, port] : {std::pair{"sw0", 2u}, {"sw0", 3u}, {"sw0", 4u}, {"sw1", 3u}, {"sw1", 4u},
+                                  {"sw2", 4u}}) {
+            unsigned side;
+            Link* l = fab.link_at(node, port, &side);
+            EXPECT_NE(l, nullptr);
+            if (l)
+                n += l->counters(0).dropped_storm + l->counters(1).dropped_storm;
+        }
+        return n;
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    uint8_t payload[16] = {};
+    hosts["vm1"].send_data(0xc000, 2, payload);
+    fab.run_due();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(secs, 2.0);
+    uint64_t dropped = storm();
+    EXPECT_GT(dropped, 0u);
+    // Every host got copies, but no more than the budget allows in all.
+    size_t rx = 0;
+    for (const char* h : {"vm0", "vm1", "vm2", "vm3"}) {
+        EXPECT_GT(hosts[h].rx.size(), 0u) << h;
+        rx += hosts[h].rx.size();
+    }
+    EXPECT_LE(rx, kMaxSyncDeliveries);
+    RecordProperty("dropped_storm", std::to_string(dropped));
+    RecordProperty("host_copies", std::to_string(rx));
+    // The budget is per transmit: the next packet has a fresh one, so a
+    // unicast SMP still gets through and comes back.
+    auto ni = dr(mad::kMethodGet, smp::kAttrNodeInfo, 0, {1, 2});
+    EXPECT_TRUE(ni);
 }
 
 TEST_F(SwitchTest, LinkDownRaisesLinkChangedAndTrap128)

@@ -131,4 +131,41 @@ inline Mad lid_smp(uint8_t method, uint16_t attr, uint32_t mod, uint64_t tid = 0
 inline std::span<uint8_t> smp_data(Mad& m) { return std::span<uint8_t>(m).subspan(smp::kDataOffset, smp::kDataSize); }
 inline std::span<const uint8_t> smp_data(std::span<const uint8_t> m) { return m.subspan(smp::kDataOffset, smp::kDataSize); }
 
+// A cyclic fabric: four 5-port switches sw0..sw3, each cabled to the three
+// others (sw0:2-sw1:2, sw0:3-sw2:2, sw0:4-sw3:2, sw1:3-sw2:3, sw1:4-sw3:3,
+// sw2:4-sw3:4), HCA vm<i> on port 1 of sw<i>. From vm0, sw<i> (i > 0) is
+// the directed route {1, i + 1}. A multicast forwarding table that sends a
+// group out of ports 2-4 everywhere makes a loop that doubles at each hop.
+inline constexpr const char kMesh4[] = R"(
+Switch	5 "S-0002c90200000001"		# "sw0" enhanced port 0 lid 0 lmc 0
+[1]	"H-0002c90300000011"[1]		# "vm0 HCA-1" lid 0 4xSDR
+[2]	"S-0002c90200000002"[2]		# "sw1" lid 0 4xSDR
+[3]	"S-0002c90200000003"[2]		# "sw2" lid 0 4xSDR
+[4]	"S-0002c90200000004"[2]		# "sw3" lid 0 4xSDR
+
+Switch	5 "S-0002c90200000002"		# "sw1" enhanced port 0 lid 0 lmc 0
+[1]	"H-0002c90300000012"[1]		# "vm1 HCA-1" lid 0 4xSDR
+[3]	"S-0002c90200000003"[3]		# "sw2" lid 0 4xSDR
+[4]	"S-0002c90200000004"[3]		# "sw3" lid 0 4xSDR
+
+Switch	5 "S-0002c90200000003"		# "sw2" enhanced port 0 lid 0 lmc 0
+[1]	"H-0002c90300000013"[1]		# "vm2 HCA-1" lid 0 4xSDR
+[4]	"S-0002c90200000004"[4]		# "sw3" lid 0 4xSDR
+
+Switch	5 "S-0002c90200000004"		# "sw3" enhanced port 0 lid 0 lmc 0
+[1]	"H-0002c90300000014"[1]		# "vm3 HCA-1" lid 0 4xSDR
+
+Ca	1 "H-0002c90300000011"		# "vm0 HCA-1"
+[1]	"S-0002c90200000001"[1]		# lid 0 lmc 0 "sw0" lid 0 4xSDR
+
+Ca	1 "H-0002c90300000012"		# "vm1 HCA-1"
+[1]	"S-0002c90200000002"[1]		# lid 0 lmc 0 "sw1" lid 0 4xSDR
+
+Ca	1 "H-0002c90300000013"		# "vm2 HCA-1"
+[1]	"S-0002c90200000003"[1]		# lid 0 lmc 0 "sw2" lid 0 4xSDR
+
+Ca	1 "H-0002c90300000014"		# "vm3 HCA-1"
+[1]	"S-0002c90200000004"[1]		# lid 0 lmc 0 "sw3" lid 0 4xSDR
+)";
+
 }  // namespace ibemu::fabric::test

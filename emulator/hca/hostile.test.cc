@@ -54,7 +54,7 @@ TEST_F(Hostile, RandomCommandsAndMmio)
         default: return ram + ram_size - pick(64);
         }
     };
-    uint64_t bad_status = 0, ok_status = 0;
+    uint64_t bad_status = 0, ok_status = 0, wild_mmio = 0;
     const int kOps = 150000;
     for (int i = 0; i < kOps; ++i) {
         switch (pick(10)) {
@@ -93,7 +93,16 @@ TEST_F(Hostile, RandomCommandsAndMmio)
             case 0: off = kHcrBase + pick(0x20); break;
             case 1: off = 0x40000 + pick(0x1000); break;
             case 2: off = 0xf0000 + pick(0x100); break;
-            default: off = pick(1) ? rng() : pick(16u << 20); break;
+            default:
+                // Half of these anywhere in the 64-bit offset space, half
+                // within 16 MiB (past the end of every BAR).
+                if (pick(2)) {
+                    off = rng();
+                    ++wild_mmio;
+                } else {
+                    off = pick(16u << 20);
+                }
+                break;
             }
             // Never hit the reset register by accident too often.
             if (off == kResetOffset && pick(10))
@@ -144,6 +153,8 @@ TEST_F(Hostile, RandomCommandsAndMmio)
         ASSERT_LE(d.core().icm().extent_count(), Icm::kMaxExtents);
     }
     EXPECT_GT(bad_status, uint64_t(kOps) / 10);
+    // The wild-offset branch ran (it once sat behind pick(1), always 0).
+    EXPECT_GT(wild_mmio, uint64_t(kOps) / 100);
     EXPECT_GT(ok_status, 0u);
     // The model still works after all that: reset and bring up cleanly.
     d.rewind();

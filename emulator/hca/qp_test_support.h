@@ -291,7 +291,7 @@ public:
     uint8_t* db_rec(uint32_t idx) { return d.icm_ptr(uarc_virt + uint64_t(idx) * 8); }
 
 private:
-    uint64_t tag_;
+    [[maybe_unused]] uint64_t tag_;
 };
 
 // Two one-port HCAs, a (LID 1) and b (LID 2), cabled by a TestLink, both

@@ -29,6 +29,8 @@ bool valid_size(unsigned size, bool allow8)
 
 void FrameBuffer::append(const void* data, size_t len)
 {
+    if (len == 0)
+        return;  // memcpy to an empty buffer's null data() is undefined even for 0 bytes
     if (used_ + len > buf_.size() && start_) {
         std::memmove(buf_.data(), buf_.data() + start_, used_ - start_);
         used_ -= start_;

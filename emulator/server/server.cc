@@ -32,6 +32,9 @@ constexpr const char* kWho = "server";
 constexpr size_t kMaxTxBacklog = 16u << 20;
 // Bytes read from one connection per poll() round, for fairness.
 constexpr size_t kMaxRxPerRound = 256u << 10;
+constexpr size_t kCtlMaxLine = 4096;
+constexpr size_t kCtlMaxClients = 16;
+constexpr uint64_t kCtlTimeoutNs = 5'000'000'000ull;
 
 uint64_t now_ns()
 {
@@ -465,7 +468,8 @@ private:
                 continue;
             }
             ports->attach(p, &hp->wire());
-            hp->attach(&ports->endpoint(p));
+            guards_.push_back(std::make_unique<GuardedPort>(*this, ports->endpoint(p)));
+            hp->attach(guards_.back().get());
             cabled_.push_back({p, hp});
         }
     }
@@ -479,6 +483,7 @@ private:
                 ports->attach(p, nullptr);
         }
         cabled_.clear();
+        guards_.clear();
     }
 
 public:
@@ -526,9 +531,56 @@ private:
     std::unique_ptr<MemfdGuestMemory> mem_;
     std::unique_ptr<PciFunction> fn_;
     std::vector<std::pair<unsigned, fabric::HcaPort*>> cabled_;  // port -> attachment
+
+    // What the fabric calls for one of this guest's ports. Packets and link
+    // changes reach a model from another guest's call chain (its transmit)
+    // or from the fabric's timers: a fault of *this* model (an exception)
+    // stops here and closes this connection, never the sender's. A dead
+    // connection's ports take nothing more until it is gone.
+    class GuardedPort final : public PortEndpoint {
+    public:
+        GuardedPort(Connection& c, PortEndpoint& inner) : c_(c), inner_(inner) {}
+        void receive(const Packet& p) override
+        {
+            if (c_.dead_)
+                return;
+            try {
+                inner_.receive(p);
+            } catch (const std::exception& e) {
+                c_.drop(std::string("device model threw on a received packet: ") + e.what());
+            } catch (...) {
+                c_.drop("device model threw on a received packet");
+            }
+        }
+        void link_changed(bool up, const LinkParams& params) override
+        {
+            if (c_.dead_)
+                return;
+            try {
+                inner_.link_changed(up, params);
+            } catch (const std::exception& e) {
+                c_.drop(std::string("device model threw on a link change: ") + e.what());
+            } catch (...) {
+                c_.drop("device model threw on a link change");
+            }
+        }
+
+    private:
+        Connection& c_;
+        PortEndpoint& inner_;
+    };
+    std::vector<std::unique_ptr<GuardedPort>> guards_;
 };
 
 // ---------------------------------------------------------------------------
+
+struct Server::CtlClient {
+    int fd = -1;
+    uint64_t deadline = 0;
+    std::string in, out;
+    size_t out_off = 0;
+    bool replying = false;
+};
 
 Server::Server(ServerOptions opts) : opts_(std::move(opts)) {}
 
@@ -543,6 +595,8 @@ Server::~Server()
         close(wake_rd_);
     if (wake_wr_ >= 0)
         close(wake_wr_);
+    for (auto& c : ctl_clients_)
+        close(c->fd);
     if (ctl_fd_ >= 0)
         close(ctl_fd_);
     if (ctl_listening_)
@@ -710,41 +764,91 @@ std::string Server::control(std::string_view line)
     return reply;
 }
 
-// One control client: a command line in (at most 4 KiB, within a second),
-// the fabric's reply out, then close. The control socket is a test and
-// operator tool, so a slow client may stall the loop for that second.
-void Server::serve_control()
+// Control clients: a command line in (at most kCtlMaxLine bytes), the
+// fabric's reply out, then close. The sockets are non-blocking and in the
+// poll set like the shims', so a slow or stuck client never holds up the
+// loop; one that has not finished within kCtlTimeoutNs is closed, and past
+// kCtlMaxClients the newest is refused.
+
+void Server::accept_control()
 {
     for (;;) {
-        int fd = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        int fd = accept4(ctl_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno == EINTR)
                 continue;
             return;
         }
-        timeval tv{1, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        std::string line;
-        char buf[512];
-        while (line.size() < 4096 && line.find('\n') == std::string::npos) {
-            ssize_t n = read(fd, buf, sizeof(buf));
-            if (n <= 0)
-                break;
-            line.append(buf, size_t(n));
+        if (ctl_clients_.size() >= kCtlMaxClients) {
+            IBEMU_ERROR(kWho, "control: more than %zu clients at once; one refused", kCtlMaxClients);
+            close(fd);
+            continue;
         }
-        line = line.substr(0, line.find('\n'));
-        std::string reply = control(line);
-        if (reply.empty() || reply.back() != '\n')
-            reply += '\n';
-        for (size_t off = 0; off < reply.size();) {
-            ssize_t n = send(fd, reply.data() + off, reply.size() - off, MSG_NOSIGNAL);
-            if (n <= 0)
-                break;
-            off += size_t(n);
-        }
-        close(fd);
+        auto c = std::make_unique<CtlClient>();
+        c->fd = fd;
+        c->deadline = now_ns() + kCtlTimeoutNs;
+        ctl_clients_.push_back(std::move(c));
     }
+}
+
+// Returns false when the client is done (answered, gone or too slow).
+bool Server::serve_control_client(CtlClient& c, short revents, uint64_t now)
+{
+    if (!c.replying && (revents & (POLLIN | POLLHUP | POLLERR))) {
+        char buf[512];
+        bool eof = false;
+        for (;;) {
+            ssize_t n = read(c.fd, buf, sizeof(buf));
+            if (n > 0) {
+                c.in.append(buf, size_t(n));
+                if (c.in.size() >= kCtlMaxLine || c.in.find('\n') != std::string::npos)
+                    break;
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+            break;
+        }
+        size_t nl = c.in.find('\n');
+        if (nl != std::string::npos || c.in.size() >= kCtlMaxLine || eof) {
+            std::string line = c.in.substr(0, std::min({nl, c.in.size(), kCtlMaxLine}));
+            std::string reply;
+            try {
+                reply = control(line);
+            } catch (const std::exception& e) {
+                reply = std::string("error: internal: ") + e.what();
+            } catch (...) {
+                reply = "error: internal";
+            }
+            if (reply.empty() || reply.back() != '\n')
+                reply += '\n';
+            c.out = std::move(reply);
+            c.replying = true;
+        }
+    }
+    if (c.replying) {
+        while (c.out_off < c.out.size()) {
+            ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+            if (n > 0) {
+                c.out_off += size_t(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            return false;  // the client went away
+        }
+        if (c.out_off == c.out.size())
+            return false;
+    }
+    if (now >= c.deadline) {
+        IBEMU_INFO(kWho, "control: a client did not finish within %llu s; closed",
+                   (unsigned long long)(kCtlTimeoutNs / 1000000000ull));
+        return false;
+    }
+    return true;
 }
 
 void Server::stop()
@@ -793,6 +897,11 @@ int Server::run()
             pfds.push_back({c->fd(), short(POLLIN | (c->wants_write() ? POLLOUT : 0)), 0});
             next = std::min(next, c->deadline());
         }
+        // pfds[3 + conns_.size() + j] belongs to ctl_clients_[j]
+        for (auto& c : ctl_clients_) {
+            pfds.push_back({c->fd, short(c->replying ? POLLOUT : POLLIN), 0});
+            next = std::min(next, c->deadline);
+        }
         int timeout = -1;
         if (next != UINT64_MAX) {
             uint64_t now = now_ns();
@@ -813,7 +922,8 @@ int Server::run()
             return 0;
         }
         // pfds[3 + i] belongs to conns_[i]; accept appends behind them
-        size_t n = pfds.size() - 3;
+        size_t n = conns_.size();
+        size_t nctl = ctl_clients_.size();
         for (size_t i = 0; i < n; ++i) {
             Connection& c = *conns_[i];
             short ev = pfds[3 + i].revents;
@@ -826,7 +936,13 @@ int Server::run()
         if (fabric_) {
             // Packets in flight that are due, then every model: traffic from
             // one guest may have given another new work, timers or interrupts.
-            fabric_->run_due();
+            // A model's exception is caught at its port (GuardedPort); this
+            // is for the fabric itself (allocation failure).
+            try {
+                fabric_->run_due();
+            } catch (const std::exception& e) {
+                IBEMU_ERROR(kWho, "fabric: %s", e.what());
+            }
             for (size_t i = 0; i < n; ++i)
                 conns_[i]->poll_model(now);
         } else {
@@ -835,8 +951,18 @@ int Server::run()
         }
         if (pfds[1].revents & POLLIN)
             accept_all();
+        for (size_t j = 0; j < nctl; ++j) {
+            CtlClient& c = *ctl_clients_[j];
+            if (!serve_control_client(c, pfds[3 + n + j].revents, now)) {
+                close(c.fd);
+                c.fd = -1;
+            }
+        }
+        ctl_clients_.erase(std::remove_if(ctl_clients_.begin(), ctl_clients_.end(),
+                                          [](const auto& c) { return c->fd < 0; }),
+                           ctl_clients_.end());
         if (pfds[2].revents & POLLIN)
-            serve_control();
+            accept_control();
     }
 }
 

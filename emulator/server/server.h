@@ -80,7 +80,9 @@ private:
     friend class Connection;
     void accept_all();
     bool setup_fabric(std::string* error);
-    void serve_control();
+    struct CtlClient;
+    void accept_control();
+    bool serve_control_client(CtlClient& c, short revents, uint64_t now);
     std::string control(std::string_view line);
     bool node_in_use(const std::string& node, const Connection* except) const;
     bool guid_in_use(uint64_t guid, const Connection* except) const;
@@ -99,6 +101,7 @@ private:
     std::vector<std::unique_ptr<Connection>> conns_;
     int ctl_fd_ = -1;
     bool ctl_listening_ = false;
+    std::vector<std::unique_ptr<CtlClient>> ctl_clients_;
 };
 
 }  // namespace ibemu

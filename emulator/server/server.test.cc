@@ -15,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include "hca/config_space.h"
@@ -253,6 +255,60 @@ private:
     uint32_t tag_ = 100;
 };
 
+// A device with one IB port, for the carrier's fault boundary: MMIO write
+// at 0x30 transmits a packet on its port; a packet that reaches a device
+// made with `throws` makes its model throw (a model bug, bad_alloc...).
+class PortDevice final : public PciFunction, public MthcaPorts {
+public:
+    explicit PortDevice(bool throws) : ep_(*this), throws_(throws)
+    {
+        id_ = mthca::build_identity();
+        id_.bars = {};
+        id_.bars[0] = {64 * 1024, false, false};
+        id_.msix_vectors = 4;
+        id_.msix_table_offset = 0x8000;
+        id_.msix_pba_offset = 0x9000;
+    }
+    const PciIdentity& identity() const override { return id_; }
+    uint32_t config_read(unsigned off, unsigned) override { return off; }
+    void config_write(unsigned, unsigned, uint32_t) override {}
+    uint64_t mmio_read(unsigned, uint64_t off, unsigned) override { return off == 0 ? rx_ : 0x77; }
+    void mmio_write(unsigned, uint64_t off, unsigned, uint64_t) override
+    {
+        if (off != 0x30 || !wire_)
+            return;
+        Packet p;
+        p.hdr.fill(0);
+        p.hdr[1] = 2;  // LRH, LNH = IBA local
+        p.hdr_len = 20;
+        wire_->transmit(p);
+    }
+    void reset() override {}
+    uint64_t poll(uint64_t) override { return UINT64_MAX; }
+    unsigned num_ports() const override { return 1; }
+    PortEndpoint& endpoint(unsigned) override { return ep_; }
+    void attach(unsigned, Wire* w) override { wire_ = w; }
+    void raise_catas(uint32_t) override {}
+
+private:
+    struct Ep final : PortEndpoint {
+        explicit Ep(PortDevice& d) : d_(d) {}
+        void receive(const Packet&) override
+        {
+            ++d_.rx_;
+            if (d_.throws_)
+                throw std::runtime_error("model bug on receive");
+        }
+        void link_changed(bool, const LinkParams&) override {}
+        PortDevice& d_;
+    };
+    PciIdentity id_;
+    Ep ep_;
+    bool throws_;
+    Wire* wire_ = nullptr;
+    uint64_t rx_ = 0;
+};
+
 class ServerTest : public ::testing::Test {
 protected:
     void SetUp() override
@@ -288,6 +344,12 @@ protected:
             EXPECT_NE(lstat(ctl_path().c_str(), &st), 0) << "so is the control socket";
         }
         rmdir(dir_.c_str());
+    }
+    static DeviceFactory ports(const std::string& thrower)
+    {
+        return [thrower](const MthcaConfig& cfg, GuestMemory&, InterruptSink&) -> std::unique_ptr<PciFunction> {
+            return std::make_unique<PortDevice>(cfg.name == thrower);
+        };
     }
     static DeviceFactory scratch()
     {
@@ -697,6 +759,69 @@ TEST_F(ServerTest, BadFabricSpecIsRefusedAtListen)
     std::string err;
     EXPECT_FALSE(s.listen(&err));
     EXPECT_NE(err.find("no-such-topology-or-spec"), std::string::npos) << err;
+}
+
+// Review 2.2 item 10: a packet from guest A's transmit reaches guest B's
+// model inside A's MMIO write. If B's model throws, B's connection is the
+// one closed (the fault is caught at B's port); A goes on.
+TEST_F(ServerTest, AModelFaultOnReceiveClosesOnlyThatGuest)
+{
+    start(ports("vm1"), "b2b");
+    FakeShim a(path_), b(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
+    ASSERT_EQ(wait_for_link("up"), "up");
+    a.mmio_write(0, 0x30, 8, 1);  // A transmits; B's model throws on it
+    EXPECT_EQ(a.mmio_read(0, 0x8, 8), 0x77u) << "A is still served";
+    EXPECT_TRUE(b.closed_by_peer()) << "B, whose model failed, is closed";
+    EXPECT_EQ(wait_for_link("waiting"), "waiting") << "B's end is detached";
+    a.mmio_write(0, 0x30, 8, 1);  // into a detached link: dropped, no harm
+    EXPECT_EQ(a.mmio_read(0, 0x8, 8), 0x77u);
+    EXPECT_EQ(server_->connections(), 1u);
+}
+
+// Review 2.2 item 11: a control client that trickles its command a byte at
+// a time must not hold up the guests: the loop serves shims meanwhile, and
+// the client still gets its answer once its line is complete.
+TEST_F(ServerTest, SlowControlClientDoesNotStallGuests)
+{
+    start(scratch(), "b2b");
+    FakeShim a(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strcpy(sa.sun_path, ctl_path().c_str());
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    const std::string cmd = "show links\n";
+    std::thread trickle([&] {
+        for (char ch : cmd) {
+            usleep(200000);
+            EXPECT_EQ(send(fd, &ch, 1, MSG_NOSIGNAL), 1);
+        }
+    });
+    // While the client is typing (2.2 s), every MMIO round trip is quick.
+    double worst = 0;
+    auto t_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1800);
+    unsigned rounds = 0;
+    while (std::chrono::steady_clock::now() < t_end) {
+        auto t0 = std::chrono::steady_clock::now();
+        a.mmio_write(0, 0x0, 8, rounds);
+        EXPECT_EQ(a.mmio_read(0, 0x0, 8), rounds);
+        worst = std::max(worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        ++rounds;
+        usleep(20000);
+    }
+    trickle.join();
+    EXPECT_LT(worst, 0.15) << "slowest MMIO round trip while a control client trickled, s";
+    RecordProperty("worst_round_trip_ms", std::to_string(int(worst * 1000)));
+    std::string reply;
+    char buf[1024];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        reply.append(buf, size_t(n));
+    close(fd);
+    EXPECT_EQ(reply.rfind("ok 1 links", 0), 0u) << reply;
 }
 
 }  // namespace
