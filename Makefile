@@ -163,7 +163,7 @@ check-asan: asan
 	ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(ASAN_BUILD)/ctest.log
 
 check-fuzz: asan
-	emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_SEED=1 emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz: asan
 	emulator/fuzz/run $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace ibemu::fabric {
@@ -286,16 +287,19 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
         cur = unsigned(t.nodes.size() - 1);
     }
 
-    // Names: first word of the description, if unique.
+    // Names: first word of the description, if unique and not some node's
+    // id (find() looks a key up as either).
     std::map<std::string, unsigned> uses;
+    std::set<std::string, std::less<>> ids;
     for (TopoNode& n : t.nodes) {
         std::string_view d = trim(n.description);
         n.name = std::string(d.substr(0, d.find_first_of(" \t")));
         if (!n.name.empty())
             ++uses[n.name];
+        ids.insert(n.id);
     }
     for (TopoNode& n : t.nodes)
-        if (!n.name.empty() && (uses[n.name] > 1 || n.name == n.id))
+        if (!n.name.empty() && (uses[n.name] > 1 || ids.count(n.name)))
             n.name.clear();
 
     // Cables: resolve peers, merge the two listings of each.
