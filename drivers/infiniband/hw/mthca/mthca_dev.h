@@ -560,7 +560,6 @@ struct mthca_db_pages;
  * @cq_table: data path: CQs
  * @qp_table: data path: QPs
  * @srq_table: data path: SRQs
- * @av_table: data path: address vectors
  * @mcg_table: data path: multicast groups
  * @catas_timer: polls the catastrophic error buffer
  * @catas_buf: mapping of the catastrophic error buffer
@@ -618,7 +617,6 @@ struct mthca_dev {
 	struct mthca_cq_table	cq_table;
 	struct mthca_qp_table	qp_table;
 	struct mthca_srq_table	srq_table;
-	struct mthca_av_table	av_table;
 	struct mthca_mcg_table	mcg_table;
 
 	struct timer_list	catas_timer;

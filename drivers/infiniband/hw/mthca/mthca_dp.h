@@ -82,15 +82,6 @@ struct mthca_srq_table {
 };
 
 /**
- * struct mthca_av_table - address vectors
- * @unused: mem-free HCAs take the address vector inside each UD WQE, so
- *	an AH is plain kernel memory and there is no device-wide state yet
- */
-struct mthca_av_table {
-	int			unused;
-};
-
-/**
  * struct mthca_mcg_table - multicast groups (MGM entries in ICM)
  * @mutex: serialises every attach and detach: a hash chain is read,
  *	changed and written back with firmware commands, which sleep
@@ -359,8 +350,6 @@ int mthca_init_qp_table(struct mthca_dev *dev);
 void mthca_cleanup_qp_table(struct mthca_dev *dev);
 int mthca_init_srq_table(struct mthca_dev *dev);
 void mthca_cleanup_srq_table(struct mthca_dev *dev);
-int mthca_init_av_table(struct mthca_dev *dev);
-void mthca_cleanup_av_table(struct mthca_dev *dev);
 int mthca_init_mcg_table(struct mthca_dev *dev);
 void mthca_cleanup_mcg_table(struct mthca_dev *dev);
 
