@@ -1089,8 +1089,8 @@ static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 	u32 off = qp->hdr_offset + ind * MTHCA_DP_UD_HEADER_BYTES;
 	bool qp0 = qp->ibqp.qp_num == 0;
 	bool grh = mthca_dp_ah_has_grh(ah);
-	u16 pkey = IB_DEFAULT_PKEY_FULL;
 	int payload = 0;
+	u16 pkey;
 	int len, i, err;
 	bool imm;
 
@@ -1112,8 +1112,11 @@ static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 	if (hdr.lrh.destination_lid == IB_LID_PERMISSIVE)
 		hdr.lrh.source_lid = IB_LID_PERMISSIVE;
 	hdr.bth.solicited_event = !!(wr->send_flags & IB_SEND_SOLICITED);
-	ib_get_cached_pkey(&dev->ib_dev, qp->port,
-			   qp0 ? qp->pkey_index : wr->wr.ud.pkey_index, &pkey);
+	/* No table entry at that index: no default P_Key either. */
+	if (ib_get_cached_pkey(&dev->ib_dev, qp->port,
+			       qp0 ? qp->pkey_index : wr->wr.ud.pkey_index,
+			       &pkey))
+		return -EINVAL;
 	hdr.bth.pkey = cpu_to_be16(pkey);
 	hdr.bth.destination_qpn = cpu_to_be32(wr->wr.ud.remote_qpn);
 	hdr.bth.psn = cpu_to_be32(qp->send_psn++ & 0xffffff);
