@@ -6,7 +6,10 @@
 // the buffer, tell its consumers (IB_EVENT_DEVICE_FATAL), reset the HCA and
 // register the device again; OpenSM (vm1, upstream) then makes the new
 // port ACTIVE and MADs flow. With catas_reset_disable=1 the device stays
-// failed, and the whole stack unloads and loads again cleanly.
+// failed, and the whole stack unloads and loads again cleanly. In both
+// cases saquery/smpquery loops keep MADs in flight while the chip dies
+// (issue 8): the work the dead HCA had must complete (as flushed), or the
+// MAD users, the reset and the unload hang.
 //
 // vm0 plays "ours" (IBSTACK_OURS_STACK=upstream runs the same test on the
 // upstream driver, which is how the test itself was checked); both guests
@@ -63,12 +66,44 @@ protected:
 	}
 
 	static std::string Dmesg(Guest &g) { return Run(g, "dmesg", 30s).output; }
+
+	// MAD traffic from `g` in the background, so that sends are in flight
+	// on its QP1 (saquery to the SA) and QP0 (smpquery of the SM's node,
+	// LID-routed) when the HCA dies: two loops, their pids in
+	// /tmp/madloops.
+	static ExecResult StartMadLoops(Guest &g)
+	{
+		return Run(g,
+			   "sm=$(($(cat /sys/class/infiniband/mthca0/ports/1/sm_lid))); "
+			   "(while :; do saquery -s >/dev/null 2>&1; done) </dev/null >/dev/null 2>&1 & "
+			   "echo $! >/tmp/madloops; "
+			   "(while :; do smpquery nodeinfo $sm >/dev/null 2>&1; done) </dev/null >/dev/null 2>&1 & "
+			   "echo $! >>/tmp/madloops",
+			   30s);
+	}
+
+	// Stops the loops; every saquery/smpquery must then be gone within
+	// `secs` seconds. A MAD the dead HCA never completes leaves its
+	// process in D state for good (closing its umad file waits for the
+	// send in ib_unregister_mad_agent).
+	static ExecResult StopMadLoops(Guest &g, int secs)
+	{
+		return Run(g,
+			   "kill $(cat /tmp/madloops) 2>/dev/null; for i in $(seq 1 " + std::to_string(secs) +
+				   "); do pgrep -x 'saquery|smpquery' >/dev/null || exit 0; sleep 1; done; "
+				   "ps -eo pid,stat,wchan:32,args | grep -E 'saquery|smpquery' | grep -v grep; exit 1",
+			   std::chrono::seconds(secs + 30));
+	}
 };
 
 TEST_F(OursCatas, DetectedReportedAndTheDeviceComesBack)
 {
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(Ok(SaQuery(g)));
+	// MADs in flight at the moment of the error (issue 8): the reset must
+	// still finish, and no MAD user may hang.
+	ASSERT_TRUE(Ok(StartMadLoops(g)));
+	Run(g, "sleep 2", 30s);
 	// The top byte 0x04 is the firmware's DDR error type.
 	std::string r = lab_->fabric("catas vm0 0x0400002a");
 	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
@@ -77,6 +112,13 @@ TEST_F(OursCatas, DetectedReportedAndTheDeviceComesBack)
 
 	// Detection (a 5 s poll), the buffer logged, the type decoded.
 	ASSERT_TRUE(Ok(WaitDmesg(g, "[Cc]atastrophic error detected", 60)));
+	EXPECT_TRUE(Ok(StopMadLoops(g, 30))) << "MAD users hang after the catastrophic error";
+	// The reset (remove + probe) finishes: the device registers again.
+	EXPECT_TRUE(Ok(WaitDmesg(g, "resetting after a catastrophic error", 30)));
+	EXPECT_TRUE(Ok(Run(g, "for i in $(seq 1 60); do test -e /sys/class/infiniband/mthca0/ports/1/state && exit 0; "
+			      "sleep 1; done; exit 1",
+			   90s)))
+		<< "the reset did not register the device again within 60 s";
 	std::string log = Dmesg(g);
 	EXPECT_NE(log.find("DDR data error"), std::string::npos) << log;
 	EXPECT_NE(log.find("0400002a"), std::string::npos) << "the buffer is not logged:\n" << log;
@@ -102,8 +144,8 @@ TEST_F(OursCatas, DetectedReportedAndTheDeviceComesBack)
 
 // With catas_reset_disable=1 the failed device stays registered but dead:
 // the port reads DOWN. Unloading the whole stack must still work (no hang,
-// no warning), and loading it again (the probe resets the chip) brings the
-// port back.
+// no warning), also with MADs in flight when the chip died, and loading it
+// again (the probe resets the chip) brings the port back.
 TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 {
 	Guest &g = guest("vm0");
@@ -112,9 +154,12 @@ TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 	const std::string detected = "[Cc]atastrophic error detected", internal = "detected: internal error";
 	int seen = CountDmesg(g, detected), internal_seen = CountDmesg(g, internal);
 	ASSERT_GE(seen, 0);
+	ASSERT_TRUE(Ok(StartMadLoops(g)));
+	Run(g, "sleep 2", 30s);
 	std::string r = lab_->fabric("catas vm0");
 	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
 	ASSERT_TRUE(Ok(WaitDmesg(g, detected, 60, seen)));
+	EXPECT_TRUE(Ok(StopMadLoops(g, 30))) << "MAD users hang after the catastrophic error";
 	EXPECT_EQ(CountDmesg(g, internal), internal_seen + 1) << "type 0 is an internal error:\n" << Dmesg(g);
 	// No reset follows: a few poll periods later the chip is still failed
 	// (its carrier off) and the port is not ACTIVE. (The state file reads
@@ -125,7 +170,8 @@ TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 	std::string links = lab_->fabric("show links");
 	EXPECT_NE(links.find("no-carrier"), std::string::npos) << "the chip was reset:\n" << links;
 
-	auto u = Run(g, UnloadCommand(g.stack()), 180s);
+	// The unload (which unregisters every MAD agent) finishes in bounded time.
+	auto u = Run(g, UnloadCommand(g.stack()), 90s);
 	ASSERT_TRUE(Ok(u));
 	EXPECT_FALSE(u.timed_out);
 	EXPECT_EQ(Run(g, "test -e /sys/class/infiniband/mthca0").status, 1);

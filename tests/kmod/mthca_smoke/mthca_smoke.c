@@ -9,16 +9,17 @@
  * The port needs a cable (any peer) for the link to come up.  With ib_mad
  * loaded, QP0 is already ib_mad's and only the port setup runs here.
  *
- * Not part of make check (ib_selftest covers the two-guest data path);
- * it adds what ib_selftest does not: atomics, an error completion, SRQ,
- * query/illegal modify, multicast attach/detach through an AMGM chain,
- * resize_cq with completions pending, an inline send.
- * `make` builds it (`make test-modules`) into build/modules with our
- * modules; run it by hand:
+ * It adds what ib_selftest (the two-guest data path) does not: atomics,
+ * an error completion, SRQ, query/illegal modify, multicast attach/detach
+ * through an AMGM chain, resize_cq with completions pending, an inline
+ * send.  `make` builds it (`make test-modules`) into build/modules with
+ * our modules; vm.OursSmoke (tests/vm/ours_smoke.test.cc) runs it in
+ * `make check` and checks every PASS line by name, so a new check here
+ * goes into that test's list too.  By hand:
  *
- *   build/tests/lab/iblab run --guest vm0:ours --guest vm1 --fabric b2b \
+ *   build/tests/lab/iblab run --guest vm0:ours --fabric star:1 \
  *	--modules build/modules -- build/tests/lab/iblab exec vm0 -- \
- *	'modprobe ib_mthca; modprobe mthca_smoke; sleep 30; dmesg | grep smoke'
+ *	'modprobe ib_mthca; modprobe mthca_smoke; dmesg | grep smoke'
  *
  * The last line is "mthca_smoke: DONE <n> failures".
  */

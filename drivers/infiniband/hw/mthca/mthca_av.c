@@ -159,22 +159,3 @@ void mthca_dp_ah_to_header(struct mthca_ah *ah, struct ib_ud_header *hdr)
 			  &hdr->grh.source_gid);
 	memcpy(hdr->grh.destination_gid.raw, av->dgid, sizeof(av->dgid));
 }
-
-/**
- * mthca_init_av_table() - set up address vector state
- * @dev: the device
- *
- * Return: 0; mem-free AVs need no device-wide state.
- */
-int mthca_init_av_table(struct mthca_dev *dev)
-{
-	return 0;
-}
-
-/**
- * mthca_cleanup_av_table() - release address vector state
- * @dev: the device
- */
-void mthca_cleanup_av_table(struct mthca_dev *dev)
-{
-}

@@ -87,8 +87,12 @@ static void catas_report(struct mthca_dev *dev)
 
 	mthca_err(dev, "catastrophic error detected: %s; commands fail from now on\n",
 		  catas_type_name(swab32(readl(dev->catas_buf))));
-	/* The firmware is gone: commands of the teardown fail at once. */
+	/*
+	 * The firmware is gone: commands of the teardown fail at once, posts
+	 * fail, and the work the HCA still had completes as flushed.
+	 */
 	WRITE_ONCE(dev->cmd.dead, true);
+	mthca_dp_catas(dev);
 	for (i = 0; i < dev->fw.catas_size; i++)
 		mthca_err(dev, "  buffer[%02x]: %08x\n", i,
 			  swab32(readl(dev->catas_buf + i)));

@@ -385,13 +385,69 @@ consume:
 	return ret;
 }
 
+/*
+ * After a catastrophic error: report the oldest outstanding WQE of @wq
+ * (of @qp) as flushed.  Called with the CQ lock of @wq's CQ held; no
+ * post changes @wq's head any more.
+ */
+static void wq_flush_one(struct mthca_qp *qp, struct mthca_wq *wq,
+			 bool send, struct ib_wc *wc)
+{
+	u32 index = wq->tail & (wq->max - 1);
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = qp->wrid[(send ? qp->rq.max : 0) + index];
+	wc->status = IB_WC_WR_FLUSH_ERR;
+	wc->opcode = send ? IB_WC_SEND : IB_WC_RECV;
+	wc->qp_num = qp->ibqp.qp_num;
+	wc->port_num = qp->port;
+	wq->last_comp = index;
+	wq->tail++;
+}
+
+/* Any work request of a QP completing on @cq still outstanding?  Lock held. */
+static bool cq_has_outstanding(struct mthca_cq *cq)
+{
+	struct mthca_qp *qp;
+
+	list_for_each_entry(qp, &cq->send_qps, scq_node)
+		if (qp->sq.tail != READ_ONCE(qp->sq.head))
+			return true;
+	list_for_each_entry(qp, &cq->recv_qps, rcq_node)
+		if (qp->rq.tail != READ_ONCE(qp->rq.head))
+			return true;
+	return false;
+}
+
+/*
+ * The software completions of a dead HCA: every work request posted and
+ * not completed yet comes back with IB_WC_WR_FLUSH_ERR, in posting order
+ * per work queue (receive WQEs of an SRQ are not flushed: no QP owns them).
+ * The ring is not read any more: the dead HCA writes no CQEs, and one it
+ * wrote before dying is reported as flushed too.  Lock held.
+ */
+static int cq_poll_flushed(struct mthca_cq *cq, int nwc, struct ib_wc *wc)
+{
+	struct mthca_qp *qp;
+	int n = 0;
+
+	list_for_each_entry(qp, &cq->send_qps, scq_node)
+		while (n < nwc && qp->sq.tail != READ_ONCE(qp->sq.head))
+			wq_flush_one(qp, &qp->sq, true, wc + n++);
+	list_for_each_entry(qp, &cq->recv_qps, rcq_node)
+		while (n < nwc && qp->rq.tail != READ_ONCE(qp->rq.head))
+			wq_flush_one(qp, &qp->rq, false, wc + n++);
+	return n;
+}
+
 /**
  * mthca_dp_poll_cq() - take completions off a CQ
  * @ibcq: the CQ
  * @nwc: room in @wc
  * @wc: where the completions go
  *
- * Never sleeps.
+ * Never sleeps.  Once the HCA is dead (mthca_dp_catas()), the
+ * completions are the software ones of the work still outstanding.
  *
  * Return: the number of completions written.
  */
@@ -405,6 +461,12 @@ int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc)
 	int ret;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	/* Pairs with mthca_dp_catas(): every post before it is finished. */
+	if (unlikely(smp_load_acquire(&dev->cq_table.flushing))) {
+		n = cq_poll_flushed(cq, nwc, wc);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		return n;
+	}
 	start = cq->cons_index;
 	while (n < nwc) {
 		ret = cq_poll_one(dev, cq, wc + n);
@@ -488,6 +550,84 @@ void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq)
 }
 
 /**
+ * mthca_dp_cq_list_qp() - put a new QP on the lists of its CQs
+ * @qp: the QP, with ibqp.send_cq and ibqp.recv_cq set
+ */
+void mthca_dp_cq_list_qp(struct mthca_qp *qp)
+{
+	struct mthca_cq *scq = to_mcq(qp->ibqp.send_cq);
+	struct mthca_cq *rcq = to_mcq(qp->ibqp.recv_cq);
+
+	spin_lock_irq(&scq->lock);
+	list_add_tail(&qp->scq_node, &scq->send_qps);
+	spin_unlock_irq(&scq->lock);
+	spin_lock_irq(&rcq->lock);
+	list_add_tail(&qp->rcq_node, &rcq->recv_qps);
+	spin_unlock_irq(&rcq->lock);
+}
+
+/**
+ * mthca_dp_cq_unlist_qp() - undo mthca_dp_cq_list_qp()
+ * @qp: the QP being destroyed
+ */
+void mthca_dp_cq_unlist_qp(struct mthca_qp *qp)
+{
+	struct mthca_cq *scq = to_mcq(qp->ibqp.send_cq);
+	struct mthca_cq *rcq = to_mcq(qp->ibqp.recv_cq);
+
+	spin_lock_irq(&scq->lock);
+	list_del(&qp->scq_node);
+	spin_unlock_irq(&scq->lock);
+	spin_lock_irq(&rcq->lock);
+	list_del(&qp->rcq_node);
+	spin_unlock_irq(&rcq->lock);
+}
+
+/**
+ * mthca_dp_catas() - complete the outstanding work of a dead HCA
+ * @dev: the device, with cmd.dead set: posts fail with -EIO from now on
+ *
+ * A dead HCA writes no CQEs and raises no events, so a consumer waiting
+ * for its work requests (ib_mad's agent unregister waits for its posted
+ * sends) would wait forever.  After every post that still saw the device
+ * alive has finished (each work queue lock taken once), pollers switch to
+ * software flush completions, and each CQ with work outstanding gets its
+ * completion handler called once, here (the catastrophic error timer:
+ * not a consumer's call chain).  Never sleeps.
+ */
+void mthca_dp_catas(struct mthca_dev *dev)
+{
+	struct mthca_qp *qp;
+	struct mthca_cq *cq;
+	unsigned long idx, flags;
+	bool wake;
+
+	xa_lock_irqsave(&dev->qp_table.objs, flags);
+	xa_for_each(&dev->qp_table.objs, idx, qp) {
+		spin_lock(&qp->sq.lock);
+		spin_unlock(&qp->sq.lock);
+		spin_lock(&qp->rq.lock);
+		spin_unlock(&qp->rq.lock);
+	}
+	xa_unlock_irqrestore(&dev->qp_table.objs, flags);
+	/* The heads read by pollers after they see the flag are final. */
+	smp_store_release(&dev->cq_table.flushing, true);
+
+	xa_for_each(&dev->cq_table.objs, idx, cq) {
+		/* Pinned: the entry found above may be going away. */
+		cq = mthca_dp_find(&dev->cq_table.objs, idx, struct mthca_cq);
+		if (!cq)
+			continue;
+		spin_lock_irqsave(&cq->lock, flags);
+		wake = cq_has_outstanding(cq);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		if (wake && cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+		mthca_dp_life_put(&cq->life);
+	}
+}
+
+/**
  * mthca_dp_create_cq() - create a completion queue
  * @ibdev: the device
  * @entries: completions the CQ must hold at least
@@ -522,6 +662,8 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	cq->arm_sn = 1;
 	spin_lock_init(&cq->lock);
 	mutex_init(&cq->resize_mutex);
+	INIT_LIST_HEAD(&cq->send_qps);
+	INIT_LIST_HEAD(&cq->recv_qps);
 	mthca_dp_life_init(&cq->life);
 
 	err = mthca_dp_number_get(dev, &tab->objs, dev->limits.reserved_cqs,

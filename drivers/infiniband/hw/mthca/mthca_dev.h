@@ -522,6 +522,7 @@ struct mthca_icm_layout {
 /* ------------------------------------------------------------------ */
 
 struct mthca_db_pages;
+struct mthca_sm_ah;	/* mthca_mad.c */
 
 /**
  * struct mthca_dev - one HCA
@@ -560,7 +561,6 @@ struct mthca_db_pages;
  * @cq_table: data path: CQs
  * @qp_table: data path: QPs
  * @srq_table: data path: SRQs
- * @av_table: data path: address vectors
  * @mcg_table: data path: multicast groups
  * @catas_timer: polls the catastrophic error buffer
  * @catas_buf: mapping of the catastrophic error buffer
@@ -569,10 +569,18 @@ struct mthca_db_pages;
  * @cap_mask_mutex: serialises read-modify-write of the port capability
  *	masks
  * @port_cap_mask: capability mask last given to SET_IB, per port
- * @sm_lock: spinlock, interrupts off; guards @sm_ah
- * @sm_ah: address handle of each port's SM, for forwarding traps
+ * @sm_lock: spinlock, interrupts off; guards @sm_ah, @send_agent and
+ *	@mad_closing.  Everything done under it never sleeps: AH creation,
+ *	building and posting a trap (GFP_ATOMIC), dropping an SM AH
+ *	reference.  Teardown sets @mad_closing under it before it
+ *	unregisters the agents, so no trap_forward()/sm_ah_update() still
+ *	uses them and none creates an AH afterwards
+ * @sm_ah: SM address handle of each port (NULL until the SM set one), for
+ *	forwarding traps; each forwarded trap holds a reference until its
+ *	send completes, so a new SM LID can replace it meanwhile
  * @send_agent: MAD agents on QP0 ([p][0]) and QP1 ([p][1]) of each port,
  *	for forwarding traps
+ * @mad_closing: the trap agents are being (or have been) unregistered
  * @wq: ordered workqueue of the device (port events found in SMPs);
  *	drained at removal
  * @registered: ib_register_device() succeeded
@@ -618,7 +626,6 @@ struct mthca_dev {
 	struct mthca_cq_table	cq_table;
 	struct mthca_qp_table	qp_table;
 	struct mthca_srq_table	srq_table;
-	struct mthca_av_table	av_table;
 	struct mthca_mcg_table	mcg_table;
 
 	struct timer_list	catas_timer;
@@ -628,8 +635,9 @@ struct mthca_dev {
 	struct mutex		cap_mask_mutex;	/* see the kernel-doc above */
 	u32			port_cap_mask[MTHCA_MAX_PORTS];
 	spinlock_t		sm_lock;	/* see the kernel-doc above */
-	struct ib_ah		*sm_ah[MTHCA_MAX_PORTS];
+	struct mthca_sm_ah	*sm_ah[MTHCA_MAX_PORTS];
 	struct ib_mad_agent	*send_agent[MTHCA_MAX_PORTS][2];
+	bool			mad_closing;
 	struct workqueue_struct	*wq;
 	bool			registered;
 };

@@ -21,6 +21,7 @@
 #include <linux/refcount.h>
 #include <linux/wait.h>
 #include <linux/idr.h>
+#include <linux/list.h>
 #include <rdma/ib_verbs.h>
 
 struct mthca_dev;
@@ -54,9 +55,14 @@ struct mthca_dp_buf {
  * struct mthca_cq_table - the device's completion queues
  * @objs: CQ number -> struct mthca_cq (XA_FLAGS_ALLOC, IRQ-safe lock); a
  *	number is reserved with a NULL entry until its CQ is ready
+ * @flushing: set once, by mthca_dp_catas(), after the firmware died and
+ *	every post in flight has finished; pollers then report the work
+ *	requests still outstanding as flushed instead of reading the rings
+ *	(smp_store_release/smp_load_acquire)
  */
 struct mthca_cq_table {
 	struct xarray		objs;
+	bool			flushing;
 };
 
 /**
@@ -79,15 +85,6 @@ struct mthca_qp_table {
  */
 struct mthca_srq_table {
 	struct xarray		objs;
-};
-
-/**
- * struct mthca_av_table - address vectors
- * @unused: mem-free HCAs take the address vector inside each UD WQE, so
- *	an AH is plain kernel memory and there is no device-wide state yet
- */
-struct mthca_av_table {
-	int			unused;
 };
 
 /**
@@ -185,6 +182,11 @@ void mthca_dp_raise_event(struct mthca_dev *dev, struct ib_event *ev,
  * @arm_db: the arm record
  * @arm_sn: arm sequence number, bumped at each completion event (only its
  *	low two bits reach the HCA); READ_ONCE/WRITE_ONCE
+ * @send_qps: the QPs whose send queue completes here (struct
+ *	mthca_qp.scq_node), under @lock; for flushing after a catastrophic
+ *	error
+ * @recv_qps: the QPs whose receive queue completes here (rcq_node),
+ *	likewise
  * @life: pins the object while an event handler uses it
  */
 struct mthca_cq {
@@ -200,6 +202,8 @@ struct mthca_cq {
 	int			arm_db_index;
 	__be32			*arm_db;
 	u32			arm_sn;
+	struct list_head	send_qps;
+	struct list_head	recv_qps;
 	struct mthca_dp_life	life;
 };
 
@@ -257,6 +261,8 @@ struct mthca_wq {
  * @qkey: Q_Key of a special QP (the MLX header needs it)
  * @pkey_index: P_Key index of a special QP
  * @send_psn: next PSN of a special QP's MLX sends; under @sq.lock
+ * @scq_node: on the send CQ's send_qps list, under that CQ's lock
+ * @rcq_node: on the receive CQ's recv_qps list, under that CQ's lock
  * @life: pins the object while an event handler uses it
  */
 struct mthca_qp {
@@ -278,6 +284,8 @@ struct mthca_qp {
 	u32			qkey;
 	u16			pkey_index;
 	u32			send_psn;
+	struct list_head	scq_node;
+	struct list_head	rcq_node;
 	struct mthca_dp_life	life;
 };
 
@@ -359,8 +367,6 @@ int mthca_init_qp_table(struct mthca_dev *dev);
 void mthca_cleanup_qp_table(struct mthca_dev *dev);
 int mthca_init_srq_table(struct mthca_dev *dev);
 void mthca_cleanup_srq_table(struct mthca_dev *dev);
-int mthca_init_av_table(struct mthca_dev *dev);
-void mthca_cleanup_av_table(struct mthca_dev *dev);
 int mthca_init_mcg_table(struct mthca_dev *dev);
 void mthca_cleanup_mcg_table(struct mthca_dev *dev);
 
@@ -370,6 +376,7 @@ void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type);
 void mthca_srq_event(struct mthca_dev *dev, u32 srqn, enum ib_event_type type);
 
 void mthca_dp_init_verbs(struct ib_device *ibdev);
+void mthca_dp_catas(struct mthca_dev *dev);
 
 /* Inside the data path. */
 struct ib_ud_header;
@@ -382,6 +389,8 @@ int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc);
 int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries);
 int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how);
 void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq);
+void mthca_dp_cq_list_qp(struct mthca_qp *qp);
+void mthca_dp_cq_unlist_qp(struct mthca_qp *qp);
 
 struct ib_srq *mthca_dp_create_srq(struct ib_pd *pd,
 				   struct ib_srq_init_attr *init,

@@ -489,7 +489,6 @@ static const struct mthca_stage driver_stages[] = {
 
 /* The data-path tables, in the order they depend on each other. */
 static const struct mthca_stage dp_stages[] = {
-	{ mthca_init_av_table,	mthca_cleanup_av_table },
 	{ mthca_init_cq_table,	mthca_cleanup_cq_table },
 	{ mthca_init_srq_table,	mthca_cleanup_srq_table },
 	{ mthca_init_qp_table,	mthca_cleanup_qp_table },

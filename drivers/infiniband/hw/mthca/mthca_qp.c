@@ -471,6 +471,9 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 	init->cap.max_recv_sge = qp->rq.max_gs;
 	init->cap.max_inline_data = qp->max_inline;
 
+	qp->ibqp.send_cq = init->send_cq;
+	qp->ibqp.recv_cq = init->recv_cq;
+	mthca_dp_cq_list_qp(qp);
 	xa_store_irq(xa, qpn, qp, GFP_KERNEL);
 	return &qp->ibqp;
 
@@ -526,6 +529,7 @@ static int mthca_dp_destroy_qp(struct ib_qp *ibqp)
 			  ibqp->srq ? to_msrq(ibqp->srq) : NULL);
 	if (scq != rcq)
 		mthca_dp_cq_clean(scq, qp->qpn, NULL);
+	mthca_dp_cq_unlist_qp(qp);
 	mthca_dp_life_end(&qp->life);
 
 	qp_free_resources(dev, qp);
@@ -1089,8 +1093,8 @@ static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 	u32 off = qp->hdr_offset + ind * MTHCA_DP_UD_HEADER_BYTES;
 	bool qp0 = qp->ibqp.qp_num == 0;
 	bool grh = mthca_dp_ah_has_grh(ah);
-	u16 pkey = IB_DEFAULT_PKEY_FULL;
 	int payload = 0;
+	u16 pkey;
 	int len, i, err;
 	bool imm;
 
@@ -1112,8 +1116,11 @@ static int qp_build_mlx(struct mthca_dev *dev, struct mthca_qp *qp, u32 ind,
 	if (hdr.lrh.destination_lid == IB_LID_PERMISSIVE)
 		hdr.lrh.source_lid = IB_LID_PERMISSIVE;
 	hdr.bth.solicited_event = !!(wr->send_flags & IB_SEND_SOLICITED);
-	ib_get_cached_pkey(&dev->ib_dev, qp->port,
-			   qp0 ? qp->pkey_index : wr->wr.ud.pkey_index, &pkey);
+	/* No table entry at that index: no default P_Key either. */
+	if (ib_get_cached_pkey(&dev->ib_dev, qp->port,
+			       qp0 ? qp->pkey_index : wr->wr.ud.pkey_index,
+			       &pkey))
+		return -EINVAL;
 	hdr.bth.pkey = cpu_to_be16(pkey);
 	hdr.bth.destination_qpn = cpu_to_be32(wr->wr.ud.remote_qpn);
 	hdr.bth.psn = cpu_to_be32(qp->send_psn++ & 0xffffff);
@@ -1162,7 +1169,8 @@ static void qp_ring_send(struct mthca_dev *dev, struct mthca_qp *qp,
  *
  * Return: 0, -EINVAL for a QP not ready to send (RESET, INIT, RTR) or a
  * malformed request (also more inline data than the QP was created
- * for), -ENOMEM when the queue is full.  In SQE and ERR the
+ * for, or a P_Key index of a special QP outside the port's table),
+ * -ENOMEM when the queue is full, -EIO after a catastrophic error.  In SQE and ERR the
  * requests are accepted and complete in error (IBA C10-96).
  */
 static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
@@ -1179,6 +1187,12 @@ static int mthca_dp_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 	int i, len;
 
 	spin_lock_irqsave(&qp->sq.lock, flags);
+	/* A dead HCA takes nothing (mthca_dp_catas() flushes what it had). */
+	if (unlikely(READ_ONCE(dev->cmd.dead))) {
+		err = -EIO;
+		*bad_wr = wr;
+		goto out_unlock;
+	}
 	/* SQD, SQE and ERR take requests too (C10-96: ERR flushes them). */
 	if (READ_ONCE(qp->state) < IB_QPS_RTS) {
 		err = -EINVAL;
@@ -1341,11 +1355,13 @@ out_unlock:
  * Never sleeps.
  *
  * Return: 0, -EINVAL for a QP in RESET, one with an SRQ,
- * or a malformed request, -ENOMEM when the queue is full.
+ * or a malformed request, -ENOMEM when the queue is full, -EIO after a
+ * catastrophic error.
  */
 static int mthca_dp_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 			      struct ib_recv_wr **bad_wr)
 {
+	struct mthca_dev *dev = to_mdev(ibqp->device);
 	struct mthca_qp *qp = to_mqp(ibqp);
 	struct mthca_next_seg *ctrl;
 	struct mthca_data_seg *d;
@@ -1360,6 +1376,11 @@ static int mthca_dp_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 	}
 
 	spin_lock_irqsave(&qp->rq.lock, flags);
+	if (unlikely(READ_ONCE(dev->cmd.dead))) {
+		err = -EIO;
+		*bad_wr = wr;
+		goto out_unlock;
+	}
 	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
 		err = -EINVAL;
 		*bad_wr = wr;

@@ -323,7 +323,8 @@ int mthca_dp_destroy_srq(struct ib_srq *ibsrq)
  *
  * Never sleeps.
  *
- * Return: 0, -EINVAL for too many scatter entries, -ENOMEM when full.
+ * Return: 0, -EINVAL for too many scatter entries, -ENOMEM when full,
+ * -EIO after a catastrophic error.
  */
 int mthca_dp_post_srq_recv(struct ib_srq *ibsrq, struct ib_recv_wr *wr,
 			   struct ib_recv_wr **bad_wr)
@@ -337,6 +338,11 @@ int mthca_dp_post_srq_recv(struct ib_srq *ibsrq, struct ib_recv_wr *wr,
 	int err = 0;
 
 	spin_lock_irqsave(&srq->lock, flags);
+	if (unlikely(READ_ONCE(to_mdev(ibsrq->device)->cmd.dead))) {
+		spin_unlock_irqrestore(&srq->lock, flags);
+		*bad_wr = wr;
+		return -EIO;
+	}
 	for (nreq = 0; wr; nreq++, wr = wr->next) {
 		if (unlikely(wr->num_sge > srq->max_gs)) {
 			err = -EINVAL;
