@@ -77,7 +77,7 @@ struct ktest_dev {
 	u16			pkeys[KTEST_PORTS][KTEST_PKEYS];
 	u8			lmc[KTEST_PORTS];
 	atomic_t		live_objects;
-	/* the loopback of the special QPs; see the top of this file */
+	/* the loopback of the special QPs; the lock rule is at the top */
 	spinlock_t		lock;
 	struct list_head	pending;
 	struct ktest_qp		*special[KTEST_PORTS][2];
@@ -120,6 +120,7 @@ struct ktest_ah {
 
 struct ktest_cq {
 	struct ib_cq		ibcq;
+	/* guards the ring, armed and overruns */
 	spinlock_t		lock;
 	struct ib_wc		*ring;
 	int			size, head, count;
