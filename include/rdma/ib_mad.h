@@ -237,7 +237,7 @@ static_assert(sizeof(struct ib_class_port_info) == 72);
  *
  * Return: the IB_MGMT_RMPP_FLAG_* bits.
  */
-static inline u8 ib_get_rmpp_flags(struct ib_rmpp_hdr *rmpp_hdr)
+static inline u8 ib_get_rmpp_flags(const struct ib_rmpp_hdr *rmpp_hdr)
 {
 	u8 byte = rmpp_hdr->rmpp_rtime_flags;
 
@@ -280,6 +280,14 @@ static inline void ib_set_rmpp_resptime(struct ib_rmpp_hdr *rmpp_hdr, u8 rtime)
 
 	rmpp_hdr->rmpp_rtime_flags = keep | (u8)(rtime << IB_RMPP_RTIME_SHIFT);
 }
+
+/*
+ * The most data one RMPP message may carry, in bytes (over all its
+ * segments): ib_create_send_mad() refuses more with -EMSGSIZE.  Four MiB
+ * is about 20000 segments, far beyond any SA table answer of a subnet
+ * this stack serves, and bounds what one send can pin in the kernel.
+ */
+#define IB_MAD_RMPP_MAX_DATA	(4 << 20)
 
 /* Declared further down, used by the send buffer. */
 struct ib_mad_agent;

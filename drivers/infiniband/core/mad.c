@@ -25,9 +25,11 @@
 #include <linux/err.h>
 #include <linux/jiffies.h>
 #include <linux/module.h>
+#include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_smi.h>
 
@@ -48,6 +50,9 @@ MODULE_LICENSE("Dual BSD/GPL");
 
 /* Completions handled per run of the CQ work before it yields. */
 #define MAD_CQ_BUDGET		64
+
+/* LIDs from here up are multicast (and 0xffff permissive). */
+#define MAD_MCAST_LID_BASE	0xc000
 
 /* ib_mad_ports_lock: spinlock; guards ib_mad_ports (open ports). */
 static DEFINE_SPINLOCK(ib_mad_ports_lock);
@@ -348,7 +353,7 @@ struct ib_mad_port *ib_mad_port_get(struct ib_device *device, u8 port_num)
  */
 void ib_mad_agent_get(struct ib_mad_agent_priv *agent)
 {
-	atomic_inc(&agent->refs);
+	refcount_inc(&agent->refs);
 }
 
 /**
@@ -356,12 +361,14 @@ void ib_mad_agent_get(struct ib_mad_agent_priv *agent)
  * @agent: the agent
  *
  * The registration's own reference is dropped only by unregister, which
- * waits for all the others.
+ * then waits for the others.  The caller must not touch the agent after
+ * this returns: the last put completes &ib_mad_agent_priv.released, and
+ * the unregistering thread may free the agent at once.
  */
 void ib_mad_agent_put(struct ib_mad_agent_priv *agent)
 {
-	if (atomic_dec_return(&agent->refs) <= 1)
-		wake_up(&agent->wait);
+	if (refcount_dec_and_test(&agent->refs))
+		complete(&agent->released);
 }
 
 /**
@@ -628,8 +635,8 @@ struct ib_mad_agent *ib_register_mad_agent(struct ib_device *device,
 	INIT_LIST_HEAD(&agent->rmpp_rx);
 	INIT_DELAYED_WORK(&agent->timeout_work, mad_timeout_work);
 	INIT_WORK(&agent->done_work, mad_done_work);
-	atomic_set(&agent->refs, 1);
-	init_waitqueue_head(&agent->wait);
+	refcount_set(&agent->refs, 1);
+	init_completion(&agent->released);
 
 	spin_lock_irqsave(&port->reg_lock, irq);
 	if (reg) {
@@ -659,7 +666,9 @@ EXPORT_SYMBOL(ib_register_mad_agent);
  * reported to its send handler with IB_WC_WR_FLUSH_ERR (from the MAD
  * layer's workqueue), and the call returns when every handler call of the
  * agent has returned.  It must not be called from the agent's own
- * handlers.
+ * handlers.  A send still on the QP is waited for, unless the device has
+ * reported IB_EVENT_DEVICE_FATAL: then the MAD layer reaps it as flushed
+ * (a dead HCA never completes it).
  *
  * Context: process context; sleeps.
  *
@@ -689,7 +698,9 @@ int ib_unregister_mad_agent(struct ib_mad_agent *mad_agent)
 
 	cancel_delayed_work_sync(&agent->timeout_work);
 	ib_rmpp_rx_flush(agent);
-	wait_event(agent->wait, atomic_read(&agent->refs) <= 1);
+	/* Our own reference; then every other holder's last touch. */
+	ib_mad_agent_put(agent);
+	wait_for_completion(&agent->released);
 	cancel_work_sync(&agent->done_work);
 	kfree(agent->reg);
 	kfree(agent);
@@ -717,8 +728,13 @@ EXPORT_SYMBOL(ib_unregister_mad_agent);
  * the MAD layer fills in the segment fields when it sends.  The consumer
  * sets ->ah, ->timeout_ms and ->retries.
  *
+ * The buffer (header plus all segments) is charged to the caller's memory
+ * cgroup.  An RMPP message carries at most IB_MAD_RMPP_MAX_DATA bytes of
+ * data.
+ *
  * Return: the buffer, or ERR_PTR(-EINVAL) for bad lengths or RMPP the
- * agent does not run, ERR_PTR(-ENOMEM).
+ * agent does not run, ERR_PTR(-EMSGSIZE) for RMPP data longer than
+ * IB_MAD_RMPP_MAX_DATA, ERR_PTR(-ENOMEM).
  */
 struct ib_mad_send_buf *ib_create_send_mad(struct ib_mad_agent *mad_agent,
 					   u32 remote_qpn, u16 pkey_index,
@@ -727,18 +743,25 @@ struct ib_mad_send_buf *ib_create_send_mad(struct ib_mad_agent *mad_agent,
 					   gfp_t gfp_mask)
 {
 	struct ib_mad_agent_priv *agent = ib_mad_agent_priv(mad_agent);
-	int seg_size, seg_count, pad, area_len;
+	int seg_size, seg_count, pad, ret;
 	struct ib_mad_send_priv *sp;
 	struct ib_rmpp_mad *rm;
+	size_t area_len;
 
+	gfp_mask |= __GFP_ACCOUNT;
 	if (hdr_len < IB_MGMT_MAD_HDR || data_len < 0)
 		return ERR_PTR(-EINVAL);
 	if (rmpp_active) {
-		if (!mad_agent->rmpp_version ||
-		    ib_rmpp_layout(hdr_len, data_len, &seg_size, &seg_count,
-				   &pad))
+		if (!mad_agent->rmpp_version)
 			return ERR_PTR(-EINVAL);
-		area_len = hdr_len + seg_count * seg_size;
+		ret = ib_rmpp_layout(hdr_len, data_len, &seg_size, &seg_count,
+				     &pad);
+		if (ret)
+			return ERR_PTR(ret);
+		if (check_mul_overflow((size_t)seg_count, (size_t)seg_size,
+				       &area_len) ||
+		    check_add_overflow(area_len, (size_t)hdr_len, &area_len))
+			return ERR_PTR(-EMSGSIZE);
 	} else {
 		if (hdr_len + data_len > IB_MGMT_MAD_SIZE)
 			return ERR_PTR(-EINVAL);
@@ -805,7 +828,7 @@ void *ib_get_rmpp_segment(struct ib_mad_send_buf *send_buf, int seg_num)
 	if (seg_num < 1 || seg_num > send_buf->seg_count)
 		return NULL;
 	return (u8 *)sp->area + send_buf->hdr_len +
-	       (seg_num - 1) * send_buf->seg_size;
+	       (size_t)(seg_num - 1) * send_buf->seg_size;
 }
 EXPORT_SYMBOL(ib_get_rmpp_segment);
 
@@ -826,7 +849,10 @@ EXPORT_SYMBOL(ib_free_send_mad);
 /* ------------------------------------------------------------------ */
 /* Posting                                                              */
 
-/* Post on the QP, or queue behind a full send queue. */
+/*
+ * Post on the QP, or queue behind a full send queue.  Return: 0, -EIO
+ * after a fatal error, or the driver's error.
+ */
 static int mad_qp_post(struct ib_mad_qp *mqp, struct ib_mad_send_priv *sp)
 {
 	struct ib_send_wr *bad;
@@ -834,10 +860,14 @@ static int mad_qp_post(struct ib_mad_qp *mqp, struct ib_mad_send_priv *sp)
 	int ret = 0;
 
 	spin_lock_irqsave(&mqp->lock, irq);
-	if (mqp->send_count < IB_MAD_SEND_DEPTH) {
+	if (mqp->dead) {
+		ret = -EIO;
+	} else if (mqp->send_count < IB_MAD_SEND_DEPTH) {
 		ret = ib_post_send(mqp->qp, &sp->wr, &bad);
-		if (!ret)
+		if (!ret) {
 			mqp->send_count++;
+			list_add_tail(&sp->qlist, &mqp->posted);
+		}
 	} else {
 		list_add_tail(&sp->qlist, &mqp->overflow);
 	}
@@ -876,7 +906,7 @@ int ib_mad_post_seg(struct ib_mad_send_priv *sp, u32 seg)
 	if (seg) {
 		memcpy(sp->wire, sp->area, hdr_len);
 		memcpy((u8 *)sp->wire + hdr_len,
-		       (u8 *)sp->area + hdr_len + (seg - 1) * seg_size,
+		       (u8 *)sp->area + hdr_len + (size_t)(seg - 1) * seg_size,
 		       seg_size);
 		ib_rmpp_fill_seg(sp->wire, seg, sp->tx.seg_count, sp->pad);
 		sp->tx.last_sent = seg;
@@ -946,6 +976,48 @@ static void mad_send_begin(struct ib_mad_send_priv *sp,
 	sp->retries_left = sp->send_buf.retries;
 }
 
+/*
+ * Where a response to @sp must come from: the address its AH sends to.
+ * Not checked for directed-route SMPs (their LIDs may be permissive), for
+ * a permissive or multicast destination, or when the driver cannot read
+ * an AH back.  Return: 0, or the driver's error.
+ */
+static int mad_note_peer(struct ib_mad_send_priv *sp,
+			 const struct ib_mad_hdr *hdr)
+{
+	struct ib_ah_attr attr;
+	int ret;
+
+	sp->peer_check = false;
+	if (hdr->mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE ||
+	    !sp->send_buf.ah)
+		return 0;
+	ret = ib_query_ah(sp->send_buf.ah, &attr);
+	if (ret == -EOPNOTSUPP)
+		return 0;
+	if (ret)
+		return ret;
+	sp->peer_grh = attr.ah_flags & IB_AH_GRH;
+	sp->peer_lid = attr.dlid;
+	sp->peer_gid = attr.grh.dgid;
+	sp->peer_check = sp->peer_grh ||
+			 (attr.dlid && attr.dlid < MAD_MCAST_LID_BASE);
+	return 0;
+}
+
+/* Did @rb come from where @sp was sent to? */
+static bool mad_from_peer(const struct ib_mad_send_priv *sp,
+			  const struct ib_mad_rbuf *rb)
+{
+	if (!sp->peer_check)
+		return true;
+	if (sp->peer_grh)
+		return (rb->wc.wc_flags & IB_WC_GRH) &&
+		       !memcmp(sp->peer_gid.raw, rb->data.grh.sgid.raw,
+			       sizeof(sp->peer_gid.raw));
+	return rb->wc.slid == sp->peer_lid;
+}
+
 static int mad_post_one(struct ib_mad_send_priv *sp)
 {
 	struct ib_mad_agent_priv *agent = sp->agent;
@@ -953,11 +1025,16 @@ static int mad_post_one(struct ib_mad_send_priv *sp)
 	struct ib_mad_hdr *hdr = sp->area;
 	bool local = false;
 	unsigned long irq;
+	u16 pkey;
 	int ret;
 
 	if (!agent->agent.send_handler)
 		return -EINVAL;
 	if (sp->send_buf.timeout_ms && !agent->agent.recv_handler)
+		return -EINVAL;
+	/* An index outside the port's table must not pick a default P_Key. */
+	if (ib_get_cached_pkey(port->device, port->port_num,
+			       sp->wr.wr.ud.pkey_index, &pkey))
 		return -EINVAL;
 
 	if (agent->mqp->index == IB_MAD_QP0 &&
@@ -977,6 +1054,17 @@ static int mad_post_one(struct ib_mad_send_priv *sp)
 	if (agent->dying || sp->in_use) {
 		spin_unlock_irqrestore(&agent->lock, irq);
 		return -EINVAL;
+	}
+	/* ACKs and responses find an RMPP send by TID: one at a time. */
+	if (sp->rmpp &&
+	    ib_mad_find_send(agent, hdr->tid, hdr->mgmt_class, true)) {
+		spin_unlock_irqrestore(&agent->lock, irq);
+		return -EBUSY;
+	}
+	ret = mad_note_peer(sp, hdr);
+	if (ret) {
+		spin_unlock_irqrestore(&agent->lock, irq);
+		return ret;
 	}
 	mad_send_begin(sp, hdr, local);
 	if (sp->rmpp)
@@ -1010,9 +1098,17 @@ static int mad_post_one(struct ib_mad_send_priv *sp)
  *
  * Context: any; does not sleep.
  *
+ * A response completes the send it answers when it has the send's TID and
+ * class and comes from the address the send went to (its AH's DLID, or
+ * DGID with a GRH; not checked for directed-route SMPs, a permissive or
+ * multicast DLID).
+ *
  * Return: 0, or -EINVAL for a buffer that cannot be sent (no AH, already
- * posted, a timeout without a receive handler, an SMP the SMI rules
- * discard, an agent going away), or the driver's error.
+ * posted, a timeout without a receive handler, a P_Key index outside the
+ * port's table, an SMP the SMI rules discard, an agent going away),
+ * -EBUSY for an RMPP send whose TID and class an unfinished RMPP send of
+ * the agent already uses, -EIO after the device reported a fatal error,
+ * or the driver's error.
  */
 int ib_post_send_mad(struct ib_mad_send_buf *send_buf,
 		     struct ib_mad_send_buf **bad_send_buf)
@@ -1297,21 +1393,56 @@ static struct ib_mad_agent_priv *mad_find_agent(struct ib_mad_port *port,
 	return agent;
 }
 
-/* A response: to the send waiting for it, then to the receive handler. */
+/* The send a response answers: TID, class, sender.  Agent lock held. */
+static struct ib_mad_send_priv *mad_awaiting(struct ib_mad_agent_priv *agent,
+					     const struct ib_mad_rbuf *rb)
+{
+	const struct ib_mad_hdr *h = &rb->data.mad.mad_hdr;
+	struct ib_mad_send_priv *sp;
+
+	list_for_each_entry(sp, &agent->sends, list)
+		if (sp->tid == h->tid && sp->mgmt_class == h->mgmt_class &&
+		    sp->want_resp && sp->status == IB_WC_SUCCESS &&
+		    mad_from_peer(sp, rb))
+			return sp;
+	return NULL;
+}
+
+/* An RMPP packet of an agent that runs RMPP itself (user-space RMPP). */
+static bool mad_user_rmpp(const struct ib_mad_agent_priv *agent,
+			  const struct ib_mad *mad)
+{
+	return !agent->agent.rmpp_version &&
+	       ib_is_mad_class_rmpp(mad->mad_hdr.mgmt_class) &&
+	       ib_rmpp_active(mad);
+}
+
+/* The first DATA segment of an RMPP message. */
+static bool mad_rmpp_first(const struct ib_mad *mad)
+{
+	const struct ib_rmpp_mad *rm = (const struct ib_rmpp_mad *)mad;
+
+	return rm->rmpp_hdr.rmpp_type == IB_MGMT_RMPP_TYPE_DATA &&
+	       (ib_get_rmpp_flags(&rm->rmpp_hdr) & IB_MGMT_RMPP_FLAG_FIRST);
+}
+
+/*
+ * A response: to the send waiting for it, then to the receive handler.
+ * For an agent that runs RMPP itself, only the first DATA segment can
+ * complete a send; the other segments, its control MADs and any RMPP
+ * response no send waits for go to the receive handler without a send, to
+ * be put together there.  Other responses nobody waits for are dropped.
+ */
 static void mad_recv_response(struct ib_mad_agent_priv *agent,
 			      struct ib_mad_rbuf *rb)
 {
-	const struct ib_mad_hdr *h = &rb->data.mad.mad_hdr;
-	struct ib_mad_send_priv *sp, *found = NULL;
+	bool user_rmpp = mad_user_rmpp(agent, &rb->data.mad);
+	struct ib_mad_send_priv *found = NULL;
 	unsigned long irq;
 
 	spin_lock_irqsave(&agent->lock, irq);
-	list_for_each_entry(sp, &agent->sends, list)
-		if (sp->tid == h->tid && sp->mgmt_class == h->mgmt_class &&
-		    sp->want_resp && sp->status == IB_WC_SUCCESS) {
-			found = sp;
-			break;
-		}
+	if (!user_rmpp || mad_rmpp_first(&rb->data.mad))
+		found = mad_awaiting(agent, rb);
 	if (found) {
 		found->want_resp = false;
 		found->timer_on = false;
@@ -1324,7 +1455,11 @@ static void mad_recv_response(struct ib_mad_agent_priv *agent,
 	spin_unlock_irqrestore(&agent->lock, irq);
 
 	if (!found) {
-		ib_free_recv_mad(&rb->recv_wc);
+		if (user_rmpp)
+			agent->agent.recv_handler(&agent->agent, NULL,
+						  &rb->recv_wc);
+		else
+			ib_free_recv_mad(&rb->recv_wc);
 		return;
 	}
 	agent->agent.recv_handler(&agent->agent, &found->send_buf,
@@ -1338,12 +1473,25 @@ static bool mad_deliver(struct ib_mad_port *port, struct ib_mad_qp *mqp,
 	struct ib_mad_agent_priv *agent;
 	struct ib_mad *mad = &rb->data.mad;
 
+	struct ib_mad_send_priv *awaited;
+	unsigned long irq;
+
 	agent = mad_find_agent(port, mqp, mad);
 	if (!agent)
 		return false;
 	if (agent->agent.rmpp_version &&
 	    ib_is_mad_class_rmpp(mad->mad_hdr.mgmt_class) &&
 	    ib_rmpp_active(mad)) {
+		/* No reassembly of a response nobody asked for. */
+		if (ib_response_mad(mad) && mad_rmpp_first(mad)) {
+			spin_lock_irqsave(&agent->lock, irq);
+			awaited = mad_awaiting(agent, rb);
+			spin_unlock_irqrestore(&agent->lock, irq);
+			if (!awaited) {
+				ib_free_recv_mad(&rb->recv_wc);
+				goto out;
+			}
+		}
 		rb = ib_rmpp_recv(agent, rb);
 		if (!rb)
 			goto out;
@@ -1478,31 +1626,65 @@ static void mad_recv_done(struct ib_mad_port *port, struct ib_wc *wc)
 				     port->port_num, mqp->index);
 }
 
+/*
+ * Take the send a completion names off its QP's posted list.  Return:
+ * the send, or NULL when it is not there (reaped after a fatal error: the
+ * completion is stale and @wr_id may name freed memory, so it is only
+ * compared, never followed).
+ */
+static struct ib_mad_send_priv *mad_take_posted(struct ib_mad_port *port,
+						u64 wr_id,
+						struct ib_mad_qp **mqpp)
+{
+	struct ib_mad_send_priv *sp;
+	struct ib_mad_qp *mqp;
+	unsigned long irq;
+	int i;
+
+	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
+		mqp = &port->qp[i];
+		spin_lock_irqsave(&mqp->lock, irq);
+		list_for_each_entry(sp, &mqp->posted, qlist)
+			if ((uintptr_t)sp == wr_id) {
+				list_del_init(&sp->qlist);
+				mqp->send_count--;
+				spin_unlock_irqrestore(&mqp->lock, irq);
+				*mqpp = mqp;
+				return sp;
+			}
+		spin_unlock_irqrestore(&mqp->lock, irq);
+	}
+	return NULL;
+}
+
 static void mad_send_done(struct ib_mad_port *port, struct ib_wc *wc)
 {
-	struct ib_mad_send_priv *sp =
-		(struct ib_mad_send_priv *)(uintptr_t)wc->wr_id;
-	struct ib_mad_agent_priv *agent = sp->agent;
-	struct ib_mad_qp *mqp = agent->mqp;
-	struct ib_mad_send_priv *next, *tmp;
+	struct ib_mad_send_priv *next, *tmp, *sp;
+	struct ib_mad_agent_priv *agent;
 	struct ib_send_wr *bad;
+	struct ib_mad_qp *mqp;
 	LIST_HEAD(failed);
 	unsigned long irq;
 
+	sp = mad_take_posted(port, wc->wr_id, &mqp);
+	if (!sp)
+		return;
+	agent = sp->agent;
 	mad_unmap_send(sp);
 
 	/* A slot is free: post what waits for one. */
 	spin_lock_irqsave(&mqp->lock, irq);
-	mqp->send_count--;
-	while (mqp->send_count < IB_MAD_SEND_DEPTH &&
+	while (!mqp->dead && mqp->send_count < IB_MAD_SEND_DEPTH &&
 	       !list_empty(&mqp->overflow)) {
 		next = list_first_entry(&mqp->overflow,
 					struct ib_mad_send_priv, qlist);
 		list_del_init(&next->qlist);
-		if (ib_post_send(mqp->qp, &next->wr, &bad))
+		if (ib_post_send(mqp->qp, &next->wr, &bad)) {
 			list_add_tail(&next->qlist, &failed);
-		else
+		} else {
 			mqp->send_count++;
+			list_add_tail(&next->qlist, &mqp->posted);
+		}
 	}
 	spin_unlock_irqrestore(&mqp->lock, irq);
 
@@ -1657,6 +1839,60 @@ static void mad_local_work(struct work_struct *work)
 }
 
 /* ------------------------------------------------------------------ */
+/* A device that died                                                   */
+
+/*
+ * After IB_EVENT_DEVICE_FATAL the HCA completes nothing any more: every
+ * send on the QPs (or waiting for room) ends now as flushed, and nothing
+ * new is posted.  A completion the driver still makes for one of them
+ * finds it gone from the posted list and is ignored.
+ */
+static void mad_fatal_work(struct work_struct *work)
+{
+	struct ib_mad_port *port =
+		container_of(work, struct ib_mad_port, fatal_work);
+	struct ib_mad_send_priv *sp, *tmp;
+	struct ib_mad_qp *mqp;
+	unsigned long irq;
+	LIST_HEAD(reaped);
+	int i;
+
+	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
+		mqp = &port->qp[i];
+		spin_lock_irqsave(&mqp->lock, irq);
+		mqp->dead = true;
+		list_splice_tail_init(&mqp->posted, &reaped);
+		list_splice_tail_init(&mqp->overflow, &reaped);
+		mqp->send_count = 0;
+		spin_unlock_irqrestore(&mqp->lock, irq);
+	}
+	list_for_each_entry_safe(sp, tmp, &reaped, qlist) {
+		list_del_init(&sp->qlist);
+		mad_unmap_send(sp);
+		spin_lock_irqsave(&sp->agent->lock, irq);
+		sp->posted = false;
+		if (sp->status == IB_WC_SUCCESS)
+			sp->status = IB_WC_WR_FLUSH_ERR;
+		ib_mad_send_progress(sp);
+		spin_unlock_irqrestore(&sp->agent->lock, irq);
+	}
+}
+
+/* Device events, in any context. */
+static void mad_event(struct ib_event_handler *handler, struct ib_event *event)
+{
+	struct ib_mad_port *port =
+		container_of(handler, struct ib_mad_port, event_handler);
+
+	if (event->event != IB_EVENT_DEVICE_FATAL)
+		return;
+	dev_err(&port->device->dev,
+		"ib_mad: port %u: fatal device error, flushing sends\n",
+		port->port_num);
+	queue_work(port->wq, &port->fatal_work);
+}
+
+/* ------------------------------------------------------------------ */
 /* Port set-up                                                          */
 
 static void mad_qp_event(struct ib_event *event, void *context)
@@ -1691,6 +1927,7 @@ static int mad_qp_open(struct ib_mad_port *port, int index)
 	mqp->port = port;
 	mqp->index = index;
 	spin_lock_init(&mqp->lock);
+	INIT_LIST_HEAD(&mqp->posted);
 	INIT_LIST_HEAD(&mqp->overflow);
 	INIT_LIST_HEAD(&mqp->recv_posted);
 	INIT_LIST_HEAD(&mqp->regs);
@@ -1740,25 +1977,39 @@ static void mad_qp_drain(struct ib_mad_qp *mqp)
 	mqp->recv_count = 0;
 }
 
+/*
+ * A teardown verb that failed leaves its object (and whatever it holds)
+ * behind for good: say so loudly, once.
+ */
+static void mad_teardown_check(struct ib_mad_port *port, const char *what,
+			       int ret)
+{
+	WARN_ONCE(ret, "ib_mad: %s port %u: cannot free the %s (%d); leaked\n",
+		  port->device->name, port->port_num, what, ret);
+}
+
 static void mad_port_free(struct ib_mad_port *port)
 {
 	int i;
 
+	if (port->event_handler.device)
+		ib_unregister_event_handler(&port->event_handler);
 	/* No completion work after this: nothing posts on the QPs any more. */
 	WRITE_ONCE(port->cq_dead, true);
 	flush_workqueue(port->wq);
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
 		if (!port->qp[i].qp)
 			continue;
-		ib_destroy_qp(port->qp[i].qp);
+		mad_teardown_check(port, i ? "QP1" : "QP0",
+				   ib_destroy_qp(port->qp[i].qp));
 		mad_qp_drain(&port->qp[i]);
 	}
 	if (port->cq)
-		ib_destroy_cq(port->cq);
+		mad_teardown_check(port, "CQ", ib_destroy_cq(port->cq));
 	if (port->mr)
-		ib_dereg_mr(port->mr);
+		mad_teardown_check(port, "MR", ib_dereg_mr(port->mr));
 	if (port->pd)
-		ib_dealloc_pd(port->pd);
+		mad_teardown_check(port, "PD", ib_dealloc_pd(port->pd));
 	destroy_workqueue(port->wq);
 	kfree(port);
 }
@@ -1780,8 +2031,12 @@ static int mad_port_open(struct ib_device *device, u8 port_num)
 	INIT_LIST_HEAD(&port->local_list);
 	INIT_WORK(&port->cq_work, mad_cq_work);
 	INIT_WORK(&port->local_work, mad_local_work);
+	INIT_WORK(&port->fatal_work, mad_fatal_work);
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
+		spin_lock_init(&port->qp[i].lock);
 		INIT_LIST_HEAD(&port->qp[i].regs);
+		INIT_LIST_HEAD(&port->qp[i].posted);
+		INIT_LIST_HEAD(&port->qp[i].overflow);
 		INIT_LIST_HEAD(&port->qp[i].recv_posted);
 	}
 
@@ -1824,6 +2079,12 @@ static int mad_port_open(struct ib_device *device, u8 port_num)
 		ret = mad_fill_recv(&port->qp[i]);
 		if (ret)
 			goto fail;
+	}
+	INIT_IB_EVENT_HANDLER(&port->event_handler, device, mad_event);
+	ret = ib_register_event_handler(&port->event_handler);
+	if (ret) {
+		port->event_handler.device = NULL;
+		goto fail;
 	}
 
 	spin_lock_irqsave(&ib_mad_ports_lock, irq);

@@ -7,10 +7,10 @@
 #ifndef IB_MAD_PRIV_H
 #define IB_MAD_PRIV_H
 
-#include <linux/atomic.h>
+#include <linux/completion.h>
 #include <linux/list.h>
+#include <linux/refcount.h>
 #include <linux/spinlock.h>
-#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include <rdma/ib_mad.h>
@@ -80,11 +80,17 @@ struct ib_mad_rbuf {
  * @port: its port
  * @qp: the QP
  * @index: IB_MAD_QP0 or IB_MAD_QP1
- * @lock: spinlock (irqsave); guards @send_count, @overflow, @recv_posted
- *	and @recv_count.  Never held while taking an agent's lock.
+ * @lock: spinlock (irqsave); guards @send_count, @posted, @overflow,
+ *	@dead, @recv_posted and @recv_count.  Never held while taking an
+ *	agent's lock.
  * @send_count: sends posted and not yet completed
+ * @posted: those sends (by &ib_mad_send_priv.qlist).  A send completion
+ *	counts only for a send found here: whoever takes a send off this
+ *	list (its completion, or the reaping at a fatal error) owns its end.
  * @overflow: sends waiting for room on the send queue (by
  *	&ib_mad_send_priv.qlist)
+ * @dead: the device had a fatal error: nothing is posted any more, and
+ *	what was posted has been reaped as flushed
  * @recv_posted: receive buffers the HCA holds
  * @recv_count: how many
  * @regs: registrations (&struct ib_mad_reg); guarded by the port's reg_lock
@@ -96,7 +102,9 @@ struct ib_mad_qp {
 	/* send/recv bookkeeping; never held while taking an agent lock */
 	spinlock_t		lock;
 	int			send_count;
+	struct list_head	posted;
 	struct list_head	overflow;
+	bool			dead;
 	struct list_head	recv_posted;
 	int			recv_count;
 	struct list_head	regs;
@@ -121,6 +129,9 @@ struct ib_mad_qp {
  * @local_work: hands them to the driver's process_mad
  * @reply_agent: the SMA/PMA agents of agent.c, sending replies on QP0/QP1;
  *	guarded by @reg_lock
+ * @event_handler: watches for IB_EVENT_DEVICE_FATAL
+ * @fatal_work: after a fatal error, reaps the sends the dead HCA will
+ *	never complete (on @wq)
  */
 struct ib_mad_port {
 	struct list_head		list;
@@ -141,6 +152,8 @@ struct ib_mad_port {
 	struct list_head		local_list;
 	struct work_struct		local_work;
 	struct ib_mad_agent		*reply_agent[IB_MAD_NUM_QPS];
+	struct ib_event_handler		event_handler;
+	struct work_struct		fatal_work;
 };
 
 /**
@@ -159,8 +172,15 @@ struct ib_mad_port {
  * @timeout_work: response, ACK and reassembly timeouts
  * @done_work: calls the send handler for @done
  * @refs: references: the registration itself, each unreported send, each
- *	handler call in progress
- * @wait: unregister waits here for @refs to drop to one
+ *	handler call in progress.  A new reference is taken only from one
+ *	already held, or while the agent is on the port's list (under the
+ *	port's reg_lock), or under @lock while !@dying; unregister takes the
+ *	agent off the list and sets @dying before it drops the
+ *	registration's reference, so @refs never rises from zero.
+ * @released: completed by whoever drops @refs to zero, as the last thing
+ *	it does with the agent; unregister waits for it and only then frees
+ *	the agent (wait_for_completion() returns only once complete() is
+ *	done with the completion).
  * @dying: unregistering; no new sends
  * @timer_armed: @timeout_work is queued for @next_timeout
  * @next_timeout: the earliest deadline it serves (jiffies)
@@ -178,8 +198,8 @@ struct ib_mad_agent_priv {
 	struct list_head	rmpp_rx;
 	struct delayed_work	timeout_work;
 	struct work_struct	done_work;
-	atomic_t		refs;
-	wait_queue_head_t	wait;
+	refcount_t		refs;
+	struct completion	released;
 	bool			dying;
 	bool			timer_armed;
 	unsigned long		next_timeout;
@@ -188,7 +208,7 @@ struct ib_mad_agent_priv {
 /**
  * struct ib_mad_send_priv - a send buffer and its progress
  * @list: on the agent's sends or done list
- * @qlist: on a qp's overflow list or the port's local list
+ * @qlist: on a qp's posted or overflow list, or the port's local list
  * @agent: its agent
  * @send_buf: what the consumer sees
  * @area: header and data, as the consumer fills them in
@@ -198,6 +218,12 @@ struct ib_mad_agent_priv {
  * @wr: the UD work request
  * @tid: the transaction ID it was posted with
  * @mgmt_class: and its class
+ * @peer_check: a response must come from the address below (not for
+ *	directed-route SMPs, permissive or multicast LIDs, or a driver that
+ *	cannot read an AH back)
+ * @peer_grh: the request had a GRH: compare the response's source GID
+ * @peer_lid: the request's destination LID
+ * @peer_gid: the request's destination GID
  * @pad: unused data bytes in the last RMPP segment
  * @in_use: between ib_post_send_mad() and the send report
  * @finished: moved to the done list; nothing changes it any more
@@ -226,6 +252,10 @@ struct ib_mad_send_priv {
 	struct ib_send_wr		wr;
 	__be64				tid;
 	u8				mgmt_class;
+	bool				peer_check;
+	bool				peer_grh;
+	u16				peer_lid;
+	union ib_gid			peer_gid;
 	int				pad;
 	bool				in_use;
 	bool				finished;

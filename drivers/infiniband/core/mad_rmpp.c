@@ -23,6 +23,7 @@
  */
 
 #include <linux/jiffies.h>
+#include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -59,27 +60,32 @@ struct rmpp_rx {
  * ib_rmpp_layout() - cut a message into RMPP segments
  * @hdr_len: header bytes repeated in every segment (MAD, RMPP and class
  *	headers)
- * @data_len: data bytes in the whole message
+ * @data_len: data bytes in the whole message, at most
+ *	IB_MAD_RMPP_MAX_DATA
  * @seg_size: set to data bytes per segment
  * @seg_count: set to the number of segments (at least 1)
  * @pad: set to unused bytes at the end of the last segment
  *
- * Return: 0, or -EINVAL for a header that leaves no room or a negative
- * length.
+ * Return: 0, -EINVAL for a header that leaves no room or a negative
+ * length, or -EMSGSIZE for more data than IB_MAD_RMPP_MAX_DATA.
  */
 int ib_rmpp_layout(int hdr_len, int data_len, int *seg_size, int *seg_count,
 		   int *pad)
 {
-	int size, count;
+	size_t size, count, room;
 
 	if (hdr_len < IB_MGMT_RMPP_HDR || hdr_len >= IB_MGMT_MAD_SIZE ||
 	    data_len < 0)
 		return -EINVAL;
+	if (data_len > IB_MAD_RMPP_MAX_DATA)
+		return -EMSGSIZE;
 	size = IB_MGMT_MAD_SIZE - hdr_len;
-	count = data_len ? DIV_ROUND_UP(data_len, size) : 1;
+	count = data_len ? DIV_ROUND_UP((size_t)data_len, size) : 1;
+	if (check_mul_overflow(count, size, &room) || count > INT_MAX)
+		return -EMSGSIZE;
 	*seg_size = size;
 	*seg_count = count;
-	*pad = count * size - data_len;
+	*pad = room - data_len;
 	return 0;
 }
 

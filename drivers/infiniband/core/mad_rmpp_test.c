@@ -44,6 +44,32 @@ static void rmpp_layout(struct kunit *test)
 					     &count, &pad), -EINVAL);
 }
 
+/* Sizes near the cap and near INT_MAX: refused, never wrapped. */
+static void rmpp_layout_limits(struct kunit *test)
+{
+	int size = -1, count = -1, pad = -1;
+
+	KUNIT_EXPECT_EQ(test, ib_rmpp_layout(IB_MGMT_SA_HDR, INT_MAX, &size,
+					     &count, &pad), -EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, ib_rmpp_layout(IB_MGMT_RMPP_HDR, INT_MAX - 1,
+					     &size, &count, &pad), -EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, ib_rmpp_layout(IB_MGMT_SA_HDR,
+					     IB_MAD_RMPP_MAX_DATA + 1, &size,
+					     &count, &pad), -EMSGSIZE);
+	/* nothing written on failure */
+	KUNIT_EXPECT_EQ(test, count, -1);
+
+	KUNIT_ASSERT_EQ(test, ib_rmpp_layout(IB_MGMT_SA_HDR,
+					     IB_MAD_RMPP_MAX_DATA, &size,
+					     &count, &pad), 0);
+	KUNIT_EXPECT_EQ(test, size, 200);
+	KUNIT_EXPECT_EQ(test, count, DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA, 200));
+	KUNIT_EXPECT_EQ(test, (long)count * size - pad,
+			(long)IB_MAD_RMPP_MAX_DATA);
+	KUNIT_EXPECT_GE(test, pad, 0);
+	KUNIT_EXPECT_LT(test, pad, size);
+}
+
 static void rmpp_paylen(struct kunit *test)
 {
 	/* SA: 3 segments of 200, 10 unused: 220 per segment on the wire. */
@@ -221,6 +247,7 @@ static void rmpp_fill(struct kunit *test)
 
 static struct kunit_case rmpp_cases[] = {
 	KUNIT_CASE(rmpp_layout),
+	KUNIT_CASE(rmpp_layout_limits),
 	KUNIT_CASE(rmpp_paylen),
 	KUNIT_CASE(rmpp_len_round_trip),
 	KUNIT_CASE(rmpp_tx_window),

@@ -423,6 +423,42 @@ static void buf_rmpp_segments(struct kunit *test)
 	ib_free_send_mad(sb);
 }
 
+/*
+ * RMPP sizes: the cap is allowed, one byte more and sizes near INT_MAX are
+ * refused with -EMSGSIZE (no wrap, no WARN from a huge allocation).
+ */
+static void buf_rmpp_limits(struct kunit *test)
+{
+	struct ib_mad_agent_priv *agent = kunit_kzalloc(test, sizeof(*agent),
+							GFP_KERNEL);
+	static const int bad[] = {
+		INT_MAX, INT_MAX - 1, IB_MAD_RMPP_MAX_DATA + 1,
+	};
+	struct ib_mad_send_buf *sb;
+	u8 *last;
+	int i;
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, agent);
+	agent->agent.rmpp_version = IB_MGMT_RMPP_VERSION;
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		sb = ib_create_send_mad(&agent->agent, 1, 0, 1, IB_MGMT_SA_HDR,
+					bad[i], GFP_KERNEL);
+		KUNIT_EXPECT_EQ_MSG(test, PTR_ERR(sb), -EMSGSIZE,
+				    "data_len %d", bad[i]);
+	}
+	sb = ib_create_send_mad(&agent->agent, 1, 0, 1, IB_MGMT_SA_HDR,
+				IB_MAD_RMPP_MAX_DATA, GFP_KERNEL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(sb));
+	KUNIT_EXPECT_EQ(test, sb->seg_count,
+			DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA, 200));
+	KUNIT_EXPECT_EQ(test, sb->data_len, IB_MAD_RMPP_MAX_DATA);
+	/* the whole last segment is there and writable */
+	last = ib_get_rmpp_segment(sb, sb->seg_count);
+	KUNIT_ASSERT_NOT_NULL(test, last);
+	memset(last, 0xa5, sb->seg_size);
+	ib_free_send_mad(sb);
+}
+
 /* Three received SA segments of a 460-byte message (56 + 404 data). */
 static void buf_coalesce(struct kunit *test)
 {
@@ -466,6 +502,7 @@ static void buf_coalesce(struct kunit *test)
 static struct kunit_case mad_buf_cases[] = {
 	KUNIT_CASE(buf_single),
 	KUNIT_CASE(buf_rmpp_segments),
+	KUNIT_CASE(buf_rmpp_limits),
 	KUNIT_CASE(buf_coalesce),
 	{}
 };
