@@ -676,6 +676,10 @@ enum ib_mad_result {
  * struct ib_cache - the core's copy of each port's GID and P_Key tables
  * @lock: guards the table pointers; readers may run in any context, the
  *	update work replaces a table under the write lock
+ * @refresh_mutex: serialises the refreshes of the device's ports (the
+ *	first fill at registration and those queued by events), each held
+ *	from the first query to the driver until its tables are swapped
+ *	in, so the tables swapped in last are those read last
  * @event_handler: the cache's own event handler, refreshing a port's tables
  *	on port, LID, P_Key, GID, SM and reregistration events
  * @pkey_cache: one table per port, indexed by port - start port
@@ -684,6 +688,8 @@ enum ib_mad_result {
  */
 struct ib_cache {
 	rwlock_t                lock;
+	/* serialises refreshes: query the driver and swap, as one step */
+	struct mutex            refresh_mutex;
 	struct ib_event_handler event_handler;
 	struct ib_pkey_cache  **pkey_cache;
 	struct ib_gid_cache   **gid_cache;
@@ -710,7 +716,15 @@ struct ib_port;
  * @phys_port_cnt: number of ports
  * @uverbs_abi_ver: the driver's user-verbs ABI (0 when it has none)
  * @uverbs_cmd_mask: the user verbs the driver implements
- * @owner: the driver's module, pinned while clients use the device
+ * @owner: the driver's module (THIS_MODULE). The core does not pin it:
+ *	a driver unregisters its devices before its code goes (module exit
+ *	or PCI remove), and ib_unregister_device() returns only after every
+ *	client's remove() has let go of the device, so no driver code runs
+ *	after that. A client whose files go on calling into the driver past
+ *	remove() (a user-verbs context without disassociation, say) must
+ *	pin @owner with try_module_get() for as long as they do; ib_umad
+ *	needs no pin, since its files go dead at remove() and never reach
+ *	the driver again (Documentation/core.md, "Module references").
  * @dev: the device under /sys/class/infiniband
  * @driver_attr_group: optional; the driver's own files in the device's
  *	sysfs directory (for an HCA: fw_ver, hca_type, hw_rev, board_id).

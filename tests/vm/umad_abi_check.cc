@@ -55,12 +55,17 @@ constexpr size_t kSaData = 56;  // where SA attributes start in an SA MAD
 constexpr uint8_t kClassSmpLid = 0x01;
 constexpr uint8_t kClassSa = 0x03;
 constexpr uint8_t kMethodGet = 0x01;
+constexpr uint8_t kMethodSet = 0x02;
 constexpr uint8_t kMethodGetResp = 0x81;
 constexpr uint8_t kMethodGetTable = 0x12;
 constexpr uint8_t kMethodGetTableResp = 0x92;
 constexpr uint16_t kAttrNodeInfo = 0x0011;
 constexpr uint16_t kAttrPathRecord = 0x0035;
 constexpr uint32_t kGsiQkey = 0x80010000;
+// Ours: the most data bytes one kernel-RMPP message may carry, and the
+// most retries of one send (Documentation/umad.md).
+constexpr size_t kMaxRmppData = 16u << 20;
+constexpr uint32_t kMaxRetries = 100;
 
 int passed, failed;
 
@@ -129,6 +134,7 @@ struct Dest {
 	uint32_t timeout_ms = 0;
 	uint32_t retries = 0;
 	uint8_t sl = 0;
+	uint16_t pkey_index = 0;
 };
 
 // A header of the current format for agent `id` sending to `d`.
@@ -142,7 +148,7 @@ std::vector<uint8_t> Header(uint32_t id, const Dest &d)
 	h.qkey = htonl(d.qkey);
 	h.lid = htons(d.lid);
 	h.sl = d.sl;
-	h.pkey_index = 0;
+	h.pkey_index = d.pkey_index;
 	std::vector<uint8_t> out(kHdr);
 	std::memcpy(out.data(), &h, kHdr);
 	return out;
@@ -160,6 +166,17 @@ std::vector<uint8_t> Mad(uint8_t mgmt_class, uint8_t version, uint8_t method, ui
 	PutBe(m, 8, tid, 8);
 	PutBe(m, 16, attr, 2);
 	std::copy(payload.begin(), payload.end(), m.begin() + kMadHdr);
+	return m;
+}
+
+// An SA MAD with the RMPP header of a first, Active DATA segment, with
+// `data` bytes of data after the SA header: the kernel segments it.
+std::vector<uint8_t> RmppSaMad(uint8_t method, uint64_t tid, size_t data)
+{
+	std::vector<uint8_t> m = Mad(kClassSa, 2, method, kAttrPathRecord, tid, {}, kSaData + data);
+	m[24] = 1;  // RMPP version
+	m[25] = 1;  // DATA
+	m[26] = 0x07;  // Active, First, Last
 	return m;
 }
 
@@ -303,6 +320,31 @@ std::pair<uint32_t, uint32_t> Registration(int fd, const Setting &s)
 		return Write(fd, Cat(Header(smp.id, peer), Mad(kClassSmpLid, 1, kMethodGet, kAttrNodeInfo, 1, {}, 300)));
 	});
 
+	// Ours only: Linux 6.1 sends with whatever P_Key the driver makes of an
+	// index outside the table, takes any retry count and any RMPP size.
+	if (!s.upstream) {
+		Dest bad_pkey = peer;
+		bad_pkey.pkey_index = 200;
+		ExpectErrno("write with pkey_index 200 (beyond the P_Key table) -> EINVAL (ours only)", EINVAL,
+			    [&] { return Write(fd, Cat(Header(smp.id, bad_pkey), SubnGetNodeInfo(2))); });
+		Dest many = peer;
+		many.retries = kMaxRetries + 1;
+		ExpectErrno("write with 101 retries -> EINVAL (ours only)", EINVAL,
+			    [&] { return Write(fd, Cat(Header(smp.id, many), SubnGetNodeInfo(3))); });
+		Dest sm{.lid = s.sm_lid, .qpn = 1, .qkey = kGsiQkey, .timeout_ms = 100};
+		ExpectErrno("write of a kernel-RMPP message with 16 MiB + 1 data bytes -> EMSGSIZE (ours only)",
+			    EMSGSIZE, [&] {
+				    return Write(fd, Cat(Header(sa.id, sm),
+							 RmppSaMad(kMethodSet, 4, kMaxRmppData + 1)));
+			    });
+		// Refused on the byte count alone: nothing is read from the
+		// buffer, which is much shorter than the count.
+		ExpectErrno("write of 1 GiB -> EMSGSIZE before anything is copied (ours only)", EMSGSIZE, [&] {
+			std::vector<uint8_t> small(kHdr + kMad);
+			return write(fd, small.data(), 1u << 30);
+		});
+	}
+
 	pollfd p{fd, POLLIN | POLLOUT, 0};
 	int n = poll(&p, 1, 0);
 	Report("poll: writable, nothing to read", n == 1 && (p.revents & POLLOUT) && !(p.revents & POLLIN),
@@ -429,6 +471,26 @@ void RmppAnswer(int fd, uint32_t agent, const Setting &s)
 	Report("the records are the four LID pairs of the fabric", got == want, list);
 }
 
+// Two kernel-RMPP sends with one TID: the second is refused, as for any
+// other request (Linux 6.1 checks them too).
+void RmppDuplicateTid(int fd, uint32_t agent)
+{
+	Dest nowhere{.lid = 0x7b, .qpn = 1, .qkey = kGsiQkey, .timeout_ms = 500};
+	auto mad = RmppSaMad(kMethodSet, 0x6666, 1000);
+	ssize_t n = Write(fd, Cat(Header(agent, nowhere), mad));
+	Report("a kernel-RMPP request (5 segments) to a LID nobody has is accepted",
+	       n == static_cast<ssize_t>(kHdr + mad.size()), n < 0 ? std::strerror(errno) : std::to_string(n));
+	ExpectErrno("a second kernel-RMPP request with the TID in flight -> EINVAL", EINVAL,
+		    [&] { return Write(fd, Cat(Header(agent, nowhere), mad)); });
+	auto r = ReadWait(fd, kHdr + 2048, 10000);
+	Report("the first kernel-RMPP request times out",
+	       r && r->size() == kHdr + kMadHdr && Le32At(*r, 4) == ETIMEDOUT &&
+		       (Be64At(*r, kHdr + 8) & 0xffffffff) == 0x6666,
+	       r ? std::to_string(r->size()) + " bytes" : "nothing within 10 s");
+	r = ReadWait(fd, kHdr + 2048, 1000);
+	Report("and nothing else is queued after it", !r, "an extra message came");
+}
+
 // The old ABI: no ENABLE_PKEY, REGISTER_AGENT and a 56-byte header.
 void OldHeader(const Setting &s)
 {
@@ -490,6 +552,7 @@ int main(int argc, char **argv)
 	SmpRoundTrip(fd, smp, s);
 	TimeoutsAndDuplicates(fd, smp);
 	RmppAnswer(fd, sa, s);
+	RmppDuplicateTid(fd, sa);
 
 	// OpenSM holds issm0: a second, non-blocking open is refused.
 	ExpectErrno("non-blocking open of issm0 held by OpenSM -> EAGAIN", EAGAIN, [] {

@@ -9,11 +9,16 @@
  * reading, so they never sleep and may run in interrupt context.
  *
  * A snapshot is rebuilt at registration and, from an ordered workqueue,
- * after each port event that may have changed the tables.
+ * after each port event that may have changed the tables.  Those two
+ * writers are serialised by the device's cache.refresh_mutex, held from
+ * the first query until the swap: without it a registration that read the
+ * old tables could swap them in after an event's refresh had swapped in
+ * newer ones, and the stale snapshot would stay until the next event.
  */
 
 #include <linux/errno.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -61,9 +66,10 @@ static int ib_cache_slot(struct ib_device *device, u8 port_num)
 
 /*
  * Query one port's tables from the driver and swap them into the cache.
- * Process context; sleeps.  On failure the old snapshot stays.
+ * Process context; sleeps.  On failure the old snapshot stays.  Caller
+ * holds device->cache.refresh_mutex.
  */
-static int ib_cache_refresh_port(struct ib_device *device, u8 port_num)
+static int ib_cache_refresh_port_locked(struct ib_device *device, u8 port_num)
 {
 	struct ib_gid_cache *gids, *old_gids;
 	struct ib_pkey_cache *pkeys, *old_pkeys;
@@ -131,6 +137,17 @@ out_gids:
 	kfree(gids);
 out_attr:
 	kfree(attr);
+	return ret;
+}
+
+/* One refresh of one port, in turn with the device's other refreshes. */
+static int ib_cache_refresh_port(struct ib_device *device, u8 port_num)
+{
+	int ret;
+
+	mutex_lock(&device->cache.refresh_mutex);
+	ret = ib_cache_refresh_port_locked(device, port_num);
+	mutex_unlock(&device->cache.refresh_mutex);
 	return ret;
 }
 
@@ -215,6 +232,7 @@ int ib_cache_setup_one(struct ib_device *device)
 	int ret;
 
 	rwlock_init(&device->cache.lock);
+	mutex_init(&device->cache.refresh_mutex);
 
 	device->cache.gid_cache = kcalloc(n, sizeof(*device->cache.gid_cache),
 					  GFP_KERNEL);
@@ -231,8 +249,8 @@ int ib_cache_setup_one(struct ib_device *device)
 
 	/*
 	 * Follow events before the first read, so a port change that comes
-	 * while the tables are read is not lost (at worst a port is read
-	 * twice).
+	 * while the tables are read is not lost: its refresh waits for ours
+	 * on refresh_mutex, then reads the tables again and swaps last.
 	 */
 	INIT_IB_EVENT_HANDLER(&device->cache.event_handler, device,
 			      ib_cache_event);
@@ -251,6 +269,7 @@ err_handler:
 	flush_workqueue(ib_cache_wq);
 err:
 	ib_cache_free_tables(device);
+	mutex_destroy(&device->cache.refresh_mutex);
 	return ret;
 }
 
@@ -266,6 +285,7 @@ void ib_cache_cleanup_one(struct ib_device *device)
 	ib_unregister_event_handler(&device->cache.event_handler);
 	flush_workqueue(ib_cache_wq);
 	ib_cache_free_tables(device);
+	mutex_destroy(&device->cache.refresh_mutex);
 }
 
 /**

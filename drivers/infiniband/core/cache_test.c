@@ -7,7 +7,10 @@
  */
 
 #include <kunit/test.h>
+#include <linux/atomic.h>
+#include <linux/delay.h>
 #include <linux/irqflags.h>
+#include <linux/jiffies.h>
 
 #include <rdma/ib_cache.h>
 
@@ -222,6 +225,70 @@ static void ct_readers_atomic(struct kunit *test)
 	ct_put(kd);
 }
 
+/*
+ * A registration racing a P_Key change: registration's first fill has
+ * read the old table of port 1, then the table changes and the driver
+ * says so. The refresh that event queues must end up in the cache, not
+ * the first fill's older snapshot.
+ */
+#define CT_FRESH_PKEY	0x8777
+
+static atomic_t ct_race_armed;
+
+static int ct_racing_query_pkey(struct ib_device *ibdev, u8 port, u16 index,
+				u16 *pkey)
+{
+	int ret = ktest_query_pkey(ibdev, port, index, pkey);
+	struct ib_event ev = {
+		.device = ibdev,
+		.event = IB_EVENT_PKEY_CHANGE,
+		.element.port_num = 1,
+	};
+	unsigned long flags, end;
+	u16 now;
+
+	/* once, in the first fill, after port 1's last entry was read */
+	if (port != 1 || index != KTEST_PKEYS - 1 ||
+	    !atomic_xchg(&ct_race_armed, 0))
+		return ret;
+
+	to_ktest(ibdev)->pkeys[0][1] = CT_FRESH_PKEY;
+	local_irq_save(flags);
+	ib_dispatch_event(&ev);
+	local_irq_restore(flags);
+
+	/*
+	 * Give the event's refresh every chance to run to the end before
+	 * the first fill swaps its tables in: unserialised, it does so at
+	 * once; serialised, it waits for us and this wait times out.
+	 */
+	end = jiffies + msecs_to_jiffies(300);
+	while (time_before(jiffies, end)) {
+		if (!ib_get_cached_pkey(ibdev, 1, 1, &now) &&
+		    now == CT_FRESH_PKEY)
+			break;
+		msleep(20);
+	}
+	return ret;
+}
+
+static void ct_refresh_races_registration(struct kunit *test)
+{
+	struct ktest_dev *kd = ktest_dev_alloc(test, "ctest%d");
+	u16 pkey;
+
+	kd->ibdev.query_pkey = ct_racing_query_pkey;
+	atomic_set(&ct_race_armed, 1);
+	KUNIT_ASSERT_EQ(test, ib_register_device(&kd->ibdev), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&ct_race_armed), 0);
+	ib_cache_flush();
+
+	KUNIT_ASSERT_EQ(test, ib_get_cached_pkey(&kd->ibdev, 1, 1, &pkey), 0);
+	KUNIT_EXPECT_EQ_MSG(test, pkey, CT_FRESH_PKEY,
+			    "the first fill's stale snapshot won");
+	ct_put(kd);
+}
+
 static struct kunit_case ct_cases[] = {
 	KUNIT_CASE(ct_gid_lookups),
 	KUNIT_CASE(ct_pkey_lookups),
@@ -229,6 +296,7 @@ static struct kunit_case ct_cases[] = {
 	KUNIT_CASE(ct_other_events_ignored),
 	KUNIT_CASE(ct_lmc),
 	KUNIT_CASE(ct_readers_atomic),
+	KUNIT_CASE(ct_refresh_races_registration),
 	{}
 };
 

@@ -77,16 +77,66 @@ static const struct ib_method_slot ib_mandatory_methods[] = {
 
 #undef IB_MANDATORY
 
+/*
+ * Optional methods that come in groups: a driver that has @have must also
+ * have @needs, or a verb would call a NULL method (ib_post_srq_recv() is
+ * an inline with no check, on the data path) or an object could be made
+ * that can never be destroyed.  Pairs that are either-both-or-neither are
+ * listed both ways.
+ */
+struct ib_method_pair {
+	struct ib_method_slot	have;
+	struct ib_method_slot	needs;
+};
+
+#define IB_NEEDS(a, b) \
+	{ { offsetof(struct ib_device, a), #a }, \
+	  { offsetof(struct ib_device, b), #b } }
+static const struct ib_method_pair ib_method_pairs[] = {
+	IB_NEEDS(create_srq, destroy_srq),
+	IB_NEEDS(create_srq, post_srq_recv),
+	IB_NEEDS(destroy_srq, create_srq),
+	IB_NEEDS(post_srq_recv, create_srq),
+	IB_NEEDS(modify_srq, create_srq),
+	IB_NEEDS(query_srq, create_srq),
+	IB_NEEDS(attach_mcast, detach_mcast),
+	IB_NEEDS(detach_mcast, attach_mcast),
+	IB_NEEDS(alloc_ucontext, dealloc_ucontext),
+	IB_NEEDS(dealloc_ucontext, alloc_ucontext),
+};
+
+#undef IB_NEEDS
+
+static bool ib_has_method(struct ib_device *device,
+			  const struct ib_method_slot *m)
+{
+	void **slot = (void *)device + m->offset;
+
+	return *slot;
+}
+
+/*
+ * Return: 0 when @device has every mandatory method and every method that
+ * one it has depends on, else -EINVAL (and says which is missing).
+ */
 static int ib_check_methods(struct ib_device *device)
 {
+	const struct ib_method_pair *pair;
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(ib_mandatory_methods); i++) {
-		void **slot = (void *)device + ib_mandatory_methods[i].offset;
-
-		if (!*slot) {
+		if (!ib_has_method(device, &ib_mandatory_methods[i])) {
 			pr_err("ib_core: %s lacks the %s method\n",
 			       device->name, ib_mandatory_methods[i].name);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(ib_method_pairs); i++) {
+		pair = &ib_method_pairs[i];
+		if (ib_has_method(device, &pair->have) &&
+		    !ib_has_method(device, &pair->needs)) {
+			pr_err("ib_core: %s has %s but lacks %s\n", device->name,
+			       pair->have.name, pair->needs.name);
 			return -EINVAL;
 		}
 	}

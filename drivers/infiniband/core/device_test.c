@@ -266,6 +266,79 @@ static void dt_mandatory_methods(struct kunit *test)
 	ib_unregister_client(&dt_clients[0]);
 }
 
+static int dt_attach_mcast(struct ib_qp *qp, union ib_gid *gid, u16 lid)
+{
+	return 0;
+}
+
+static struct ib_ucontext *dt_alloc_ucontext(struct ib_device *ibdev,
+					     struct ib_udata *udata)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+/*
+ * Try to register @kd; it must fail with -EINVAL and leave no trace. If
+ * it registers, undo that (and client 0) and end the test.
+ */
+static void dt_expect_refused(struct kunit *test, struct ktest_dev *kd,
+			      const char *why)
+{
+	int ret = ib_register_device(&kd->ibdev);
+
+	if (!ret) {
+		dt_release(kd);
+		ib_unregister_client(&dt_clients[0]);
+	}
+	KUNIT_ASSERT_EQ_MSG(test, ret, -EINVAL, "%s", why);
+	KUNIT_EXPECT_EQ_MSG(test, kd->ibdev.reg_state, IB_DEV_UNINITIALIZED,
+			    "%s", why);
+}
+
+/*
+ * Optional methods that only make sense together: SRQs need destroy and
+ * post (ib_post_srq_recv() would call NULL), multicast attach and detach,
+ * user contexts alloc and dealloc.
+ */
+static void dt_method_pairs(struct kunit *test)
+{
+	struct ktest_dev *kd = ktest_dev_alloc(test, "dtpair%d");
+
+	KUNIT_ASSERT_EQ(test, ib_register_client(&dt_clients[0]), 0);
+
+	kd->ibdev.post_srq_recv = NULL;
+	dt_expect_refused(test, kd, "create_srq without post_srq_recv");
+	kd->ibdev.post_srq_recv = ktest_post_srq_recv;
+	kd->ibdev.destroy_srq = NULL;
+	dt_expect_refused(test, kd, "create_srq without destroy_srq");
+	kd->ibdev.destroy_srq = ktest_destroy_srq;
+
+	/* no SRQs at all is fine, but not SRQ methods without create_srq */
+	kd->ibdev.create_srq = NULL;
+	dt_expect_refused(test, kd, "post_srq_recv without create_srq");
+
+	kd->ibdev.attach_mcast = dt_attach_mcast;
+	kd->ibdev.create_srq = ktest_create_srq;
+	dt_expect_refused(test, kd, "attach_mcast without detach_mcast");
+	kd->ibdev.attach_mcast = NULL;
+	kd->ibdev.detach_mcast = dt_attach_mcast;
+	dt_expect_refused(test, kd, "detach_mcast without attach_mcast");
+	kd->ibdev.detach_mcast = NULL;
+
+	kd->ibdev.alloc_ucontext = dt_alloc_ucontext;
+	dt_expect_refused(test, kd, "alloc_ucontext without dealloc_ucontext");
+	kd->ibdev.alloc_ucontext = NULL;
+	KUNIT_EXPECT_EQ(test, dt_log_len, 0);
+
+	/* with every group whole (or absent), the same structure registers */
+	kd->ibdev.attach_mcast = dt_attach_mcast;
+	kd->ibdev.detach_mcast = dt_attach_mcast;
+	KUNIT_EXPECT_EQ(test, ib_register_device(&kd->ibdev), 0);
+	KUNIT_EXPECT_EQ(test, dt_log_len, 1);
+	dt_release(kd);
+	ib_unregister_client(&dt_clients[0]);
+}
+
 /* ---- events ----------------------------------------------------------- */
 
 struct dt_handler {
@@ -475,6 +548,7 @@ static struct kunit_case dt_cases[] = {
 	KUNIT_CASE(dt_client_data),
 	KUNIT_CASE(dt_names),
 	KUNIT_CASE(dt_mandatory_methods),
+	KUNIT_CASE(dt_method_pairs),
 	KUNIT_CASE(dt_events),
 	KUNIT_CASE(dt_use_counts),
 	KUNIT_CASE(dt_ah_from_wc),

@@ -145,7 +145,9 @@ static struct ib_client sa_client = {
 /*
  * sa_queries maps query IDs to queries in flight. sa_queries_lock is a
  * spinlock taken with interrupts off (cancel may be called from any
- * context); it guards the IDR only, never the queries' contents.
+ * context); it guards the IDR, and a query's send buffer stays allocated
+ * while the query is in the IDR, so cancel can use it under the lock.
+ * It is taken before an agent's lock (ib_cancel_mad()), never after.
  */
 static DEFINE_IDR(sa_queries);
 static DEFINE_SPINLOCK(sa_queries_lock);
@@ -375,12 +377,13 @@ static int sa_post_query(struct ib_sa_query *query, struct sa_port *port,
 	idr_preload(gfp);
 	spin_lock_irqsave(&sa_queries_lock, flags);
 	ret = idr_alloc_cyclic(&sa_queries, query, 0, 0, GFP_NOWAIT);
+	if (ret >= 0)
+		query->id = ret;
 	spin_unlock_irqrestore(&sa_queries_lock, flags);
 	idr_preload_end();
 	if (ret < 0)
 		goto err_msg;
 	id = ret;
-	query->id = id;
 
 	ret = ib_post_send_mad(query->msg, NULL);
 	if (ret)
@@ -403,29 +406,29 @@ err_ah:
  * @id: the ID the query call returned
  * @query: the query pointer it set
  *
- * If the query is still in flight its callback runs soon with -EINTR (in
- * the MAD layer's context, not from this call); if it has ended already,
- * nothing happens. Any context.
+ * Only the query that has both @id and @query is cancelled. If it is
+ * still in flight its callback runs soon with -EINTR (in the MAD layer's
+ * context, not from this call); if it has ended already, nothing happens,
+ * even when a newer query has been given the same memory. Any context.
  */
 void ib_sa_cancel_query(int id, struct ib_sa_query *query)
 {
-	struct ib_mad_send_buf *msg = NULL;
-	struct ib_mad_agent *agent = NULL;
 	unsigned long flags;
 
-	spin_lock_irqsave(&sa_queries_lock, flags);
-	if (idr_find(&sa_queries, id) == query) {
-		agent = query->port->agent;
-		msg = query->msg;
-	}
-	spin_unlock_irqrestore(&sa_queries_lock, flags);
-
 	/*
-	 * The query may end between the unlock and here; the MAD layer looks
-	 * @msg up among the agent's sends and ignores one it no longer has.
+	 * The MAD is cancelled under sa_queries_lock: a query stays in
+	 * sa_queries until its send handler has run, and that handler takes
+	 * the lock to remove it before the send buffer is freed. So while
+	 * the lock is held, a query found here still owns its msg, and the
+	 * MAD layer cannot be handed a freed buffer whose address a newer
+	 * query has been given. Lock order: sa_queries_lock, then the
+	 * agent's lock (ib_cancel_mad() neither sleeps nor calls back).
 	 */
-	if (agent)
-		ib_cancel_mad(agent, msg);
+	spin_lock_irqsave(&sa_queries_lock, flags);
+	if (id >= 0 && idr_find(&sa_queries, id) == query && query &&
+	    query->id == id)
+		ib_cancel_mad(query->port->agent, query->msg);
+	spin_unlock_irqrestore(&sa_queries_lock, flags);
 }
 EXPORT_SYMBOL(ib_sa_cancel_query);
 

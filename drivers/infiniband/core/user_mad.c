@@ -44,8 +44,11 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_user_mad.h>
+
+#include "user_mad.h"
 
 MODULE_AUTHOR("ibstack");
 MODULE_DESCRIPTION("InfiniBand userspace MAD access");
@@ -56,7 +59,6 @@ enum {
 	UMAD_MAX_PORTS		= 64,		/* umad minors 0..63 */
 	UMAD_ISSM_MINOR0	= UMAD_MAX_PORTS,	/* issm minors 64..127 */
 	UMAD_MINORS		= 2 * UMAD_MAX_PORTS,
-	UMAD_MAX_AGENTS		= 32,
 	UMAD_MAX_QUEUED		= 20000,	/* received MADs waiting per file */
 	UMAD_SEG_BYTES		= sizeof(struct ib_mad),
 };
@@ -109,7 +111,9 @@ struct umad_device {
  * struct umad_file - an open umadN
  * @port: its port
  * @node: on @port->files
- * @mutex: guards @agents, @recv_list, @queued, @dead, @pkey_hdr and @used
+ * @mutex: guards @agents, @recv_list, @queued, @dead, @pkey_hdr and @used;
+ *	never held across a copy from or to user space, since the port's
+ *	MAD handlers take it
  * @send_lock: spinlock; guards @send_list (taken with interrupts off)
  * @recv_list: packets for read(), oldest first
  * @send_list: sends in flight, for the duplicate-TID check
@@ -459,31 +463,139 @@ static bool umad_tid_busy(struct umad_file *file, struct umad_packet *packet)
 	return false;
 }
 
-/* Copy the class header and the data of an RMPP message into its segments. */
-static int umad_fill_rmpp(struct ib_mad_send_buf *msg, const char __user *mad)
+/**
+ * umad_mad_bytes() - the MAD part of a write() of @count bytes
+ * @count: the bytes written
+ * @hdr_bytes: the size of the file's header (56 or 64)
+ *
+ * Return: the bytes after the header, or -EINVAL when they are fewer than
+ * an RMPP header (36), -EMSGSIZE when more than UMAD_MAX_MAD_BYTES.
+ */
+ssize_t umad_mad_bytes(size_t count, size_t hdr_bytes)
 {
-	const char __user *src;
-	int seg, left;
+	size_t mad_bytes;
 
-	if (msg->hdr_len > IB_MGMT_RMPP_HDR &&
-	    copy_from_user((u8 *)msg->mad + IB_MGMT_RMPP_HDR,
-			   mad + IB_MGMT_RMPP_HDR,
-			   msg->hdr_len - IB_MGMT_RMPP_HDR))
-		return -EFAULT;
+	if (check_sub_overflow(count, hdr_bytes, &mad_bytes) ||
+	    mad_bytes < IB_MGMT_RMPP_HDR)
+		return -EINVAL;
+	if (mad_bytes > UMAD_MAX_MAD_BYTES)
+		return -EMSGSIZE;
+	return mad_bytes;
+}
 
-	src = mad + msg->hdr_len;
-	for (seg = 1, left = msg->data_len; left > 0; seg++) {
-		int piece = min(left, msg->seg_size);
+/**
+ * umad_check_send_hdr() - the header fields of a send that need no agent
+ * @hdr: the header as written
+ *
+ * Return: 0, or -EINVAL for an agent ID out of range, an SL over 15 or
+ * more than UMAD_MAX_RETRIES retries.
+ */
+int umad_check_send_hdr(const struct ib_user_mad_hdr *hdr)
+{
+	if (hdr->id >= UMAD_MAX_AGENTS || hdr->sl > 15 ||
+	    hdr->retries > UMAD_MAX_RETRIES)
+		return -EINVAL;
+	return 0;
+}
+
+/* The RMPP header's Active flag (ib_get_rmpp_flags() takes no const). */
+static bool umad_rmpp_flag_active(const struct ib_rmpp_mad *head)
+{
+	return head->rmpp_hdr.rmpp_rtime_flags & IB_MGMT_RMPP_FLAG_ACTIVE;
+}
+
+/*
+ * One segment of an RMPP message the user segments: the agent does no
+ * RMPP, the class has RMPP and the segment says it is Active.
+ */
+static bool umad_user_rmpp_segment(u8 agent_rmpp_version,
+				   const struct ib_rmpp_mad *head)
+{
+	return !agent_rmpp_version &&
+	       ib_is_mad_class_rmpp(head->mad_hdr.mgmt_class) &&
+	       umad_rmpp_flag_active(head);
+}
+
+/**
+ * umad_plan_send() - how to send the MAD of a write()
+ * @head: its first IB_MGMT_RMPP_HDR bytes
+ * @mad_bytes: its length, from umad_mad_bytes()
+ * @agent_rmpp_version: the sending agent's (0: no kernel RMPP)
+ * @layout: filled in
+ *
+ * Return: 0, -EINVAL when @mad_bytes is shorter than the class header or
+ * a MAD without kernel RMPP is longer than one packet, -EMSGSIZE for an
+ * RMPP message of more than UMAD_MAX_RMPP_DATA data bytes.
+ */
+int umad_plan_send(const struct ib_rmpp_mad *head, size_t mad_bytes,
+		   u8 agent_rmpp_version, struct umad_send_layout *layout)
+{
+	u8 mgmt_class = head->mad_hdr.mgmt_class;
+	struct umad_send_layout l = {};
+
+	l.hdr_len = ib_get_mad_data_offset(mgmt_class);
+	l.kernel_rmpp = agent_rmpp_version && ib_is_mad_class_rmpp(mgmt_class);
+	l.rmpp_active = l.kernel_rmpp && umad_rmpp_flag_active(head);
+	l.user_rmpp_segment = umad_user_rmpp_segment(agent_rmpp_version, head);
+
+	if (check_sub_overflow(mad_bytes, (size_t)l.hdr_len, &l.data_len))
+		return -EINVAL;
+	if (l.rmpp_active) {
+		if (l.data_len > UMAD_MAX_RMPP_DATA)
+			return -EMSGSIZE;
+	} else if (mad_bytes > IB_MGMT_MAD_SIZE) {
+		return -EINVAL;
+	}
+	*layout = l;
+	return 0;
+}
+
+/**
+ * umad_send_checks_tid() - does the duplicate-TID rule apply to a send?
+ * @layout: from umad_plan_send()
+ *
+ * Every send is checked, kernel-RMPP messages too, except a segment of a
+ * message the user segments itself: those all carry the message's TID.
+ *
+ * Return: true when a send with the same TID must not be in flight.
+ */
+bool umad_send_checks_tid(const struct umad_send_layout *layout)
+{
+	return !layout->user_rmpp_segment;
+}
+
+/*
+ * Copy a MAD as written into its send buffer: with kernel RMPP the class
+ * header beyond the RMPP header, then the data segment by segment; else
+ * everything after the part already in place (@done bytes).
+ */
+static void umad_fill_msg(struct ib_mad_send_buf *msg, const u8 *mad,
+			  const struct umad_send_layout *l, size_t done)
+{
+	size_t left = l->data_len, piece;
+	const u8 *src;
+	int seg;
+
+	if (!l->rmpp_active) {
+		memcpy((u8 *)msg->mad + done, mad + done,
+		       l->hdr_len + l->data_len - done);
+		return;
+	}
+	if (l->hdr_len > IB_MGMT_RMPP_HDR)
+		memcpy((u8 *)msg->mad + IB_MGMT_RMPP_HDR,
+		       mad + IB_MGMT_RMPP_HDR, l->hdr_len - IB_MGMT_RMPP_HDR);
+	src = mad + l->hdr_len;
+	for (seg = 1; left; seg++) {
 		void *dst = ib_get_rmpp_segment(msg, seg);
 
-		if (!dst)
-			return -EINVAL;
-		if (copy_from_user(dst, src, piece))
-			return -EFAULT;
+		/* the MAD layer made seg_count * seg_size >= data_len */
+		if (WARN_ON_ONCE(!dst))
+			return;
+		piece = min_t(size_t, left, msg->seg_size);
+		memcpy(dst, src, piece);
 		src += piece;
 		left -= piece;
 	}
-	return 0;
 }
 
 static struct ib_ah *umad_make_ah(struct umad_file *file,
@@ -497,8 +609,6 @@ static struct ib_ah *umad_make_ah(struct umad_file *file,
 		.port_num = file->port->port_num,
 	};
 
-	if (hdr->sl > 15)
-		return ERR_PTR(-EINVAL);
 	if (hdr->grh_present) {
 		attr.ah_flags = IB_AH_GRH;
 		memcpy(attr.grh.dgid.raw, hdr->gid, sizeof(hdr->gid));
@@ -510,92 +620,57 @@ static struct ib_ah *umad_make_ah(struct umad_file *file,
 	return ib_create_ah(agent->qp->pd, &attr);
 }
 
-static ssize_t umad_write(struct file *filp, const char __user *buf,
-			  size_t count, loff_t *pos)
+/*
+ * Send the MAD at @mad (@mad_bytes, already copied in) as @packet says,
+ * on @file's agent. Caller holds file->mutex. On success the send handler
+ * owns @packet; on failure the caller still does.
+ */
+static int umad_send_locked(struct umad_file *file, struct umad_packet *packet,
+			    const u8 *mad, size_t mad_bytes)
 {
-	bool kernel_rmpp, rmpp_active;
-	size_t hdr_bytes, data_len;
-	int hdr_len, copy_from, ret;
-	u16 pkey_index;
-	u32 id;
-	struct umad_file *file = filp->private_data;
+	struct ib_rmpp_mad *head = (struct ib_rmpp_mad *)packet->umad.data;
+	struct ib_user_mad_hdr *hdr = &packet->umad.hdr;
+	struct umad_send_layout l;
 	struct ib_mad_send_buf *msg;
 	struct ib_mad_agent *agent;
-	struct umad_packet *packet;
-	struct ib_rmpp_mad *head;
-	const char __user *mad;
+	u16 pkey;
+	int ret;
 
-	packet = kzalloc(sizeof(*packet) + IB_MGMT_RMPP_HDR, GFP_KERNEL);
-	if (!packet)
-		return -ENOMEM;
-
-	mutex_lock(&file->mutex);
-
-	hdr_bytes = umad_hdr_bytes(file);
-	ret = -EINVAL;
-	if (count < hdr_bytes + IB_MGMT_RMPP_HDR)
-		goto out_unlock;
-	ret = -EFAULT;
-	if (copy_from_user(&packet->umad.hdr, buf, hdr_bytes))
-		goto out_unlock;
-	mad = buf + hdr_bytes;
-	if (copy_from_user(packet->umad.data, mad, IB_MGMT_RMPP_HDR))
-		goto out_unlock;
-	pkey_index = file->pkey_hdr ? packet->umad.hdr.pkey_index : 0;
-
-	id = packet->umad.hdr.id;
-	ret = -EINVAL;
-	if (id >= UMAD_MAX_AGENTS)
-		goto out_unlock;
-	id = array_index_nospec(id, UMAD_MAX_AGENTS);
-	agent = file->dead ? NULL : file->agents[id];
-	ret = -EIO;
+	agent = file->dead ? NULL :
+		file->agents[array_index_nospec(hdr->id, UMAD_MAX_AGENTS)];
 	if (!agent)
-		goto out_unlock;
+		return -EIO;
 
-	packet->ah = umad_make_ah(file, agent, &packet->umad.hdr);
-	if (IS_ERR(packet->ah)) {
-		ret = PTR_ERR(packet->ah);
-		goto out_unlock;
-	}
+	ret = umad_plan_send(head, mad_bytes, agent->rmpp_version, &l);
+	if (ret)
+		return ret;
+	/* Only an index inside the port's table: never a P_Key made up. */
+	if (ib_get_cached_pkey(agent->device, agent->port_num,
+			       hdr->pkey_index, &pkey))
+		return -EINVAL;
 
-	head = (struct ib_rmpp_mad *)packet->umad.data;
-	hdr_len = ib_get_mad_data_offset(head->mad_hdr.mgmt_class);
-	kernel_rmpp = agent->rmpp_version &&
-		      ib_is_mad_class_rmpp(head->mad_hdr.mgmt_class);
-	rmpp_active = kernel_rmpp &&
-		      (ib_get_rmpp_flags(&head->rmpp_hdr) & IB_MGMT_RMPP_FLAG_ACTIVE);
-	/* With the kernel doing RMPP, the user's RMPP header is not used. */
-	copy_from = kernel_rmpp ? IB_MGMT_RMPP_HDR : IB_MGMT_MAD_HDR;
+	packet->ah = umad_make_ah(file, agent, hdr);
+	if (IS_ERR(packet->ah))
+		return PTR_ERR(packet->ah);
 
-	ret = -EINVAL;
-	if (check_sub_overflow(count, hdr_bytes + hdr_len, &data_len) ||
-	    data_len > INT_MAX)
-		goto out_ah;
-
-	msg = ib_create_send_mad(agent, be32_to_cpu(packet->umad.hdr.qpn),
-				 pkey_index, rmpp_active, hdr_len, data_len,
-				 GFP_KERNEL);
+	/* The buffer is charged to the writer, as is the copy it came from. */
+	msg = ib_create_send_mad(agent, be32_to_cpu(hdr->qpn), hdr->pkey_index,
+				 l.rmpp_active, l.hdr_len, l.data_len,
+				 GFP_KERNEL_ACCOUNT);
 	if (IS_ERR(msg)) {
 		ret = PTR_ERR(msg);
 		goto out_ah;
 	}
 	packet->msg = msg;
 	msg->ah = packet->ah;
-	msg->timeout_ms = packet->umad.hdr.timeout_ms;
-	msg->retries = packet->umad.hdr.retries;
+	msg->timeout_ms = hdr->timeout_ms;
+	msg->retries = hdr->retries;
 	msg->context[0] = packet;
 
-	memcpy(msg->mad, packet->umad.data, IB_MGMT_MAD_HDR);
-	if (rmpp_active) {
-		ret = umad_fill_rmpp(msg, mad);
-		if (ret)
-			goto out_msg;
-	} else if (copy_from_user((u8 *)msg->mad + copy_from, mad + copy_from,
-				  hdr_len + data_len - copy_from)) {
-		ret = -EFAULT;
-		goto out_msg;
-	}
+	/* With the kernel doing RMPP, the user's RMPP header is not used. */
+	memcpy(msg->mad, mad, IB_MGMT_MAD_HDR);
+	umad_fill_msg(msg, mad, &l,
+		      l.kernel_rmpp ? IB_MGMT_RMPP_HDR : IB_MGMT_MAD_HDR);
 
 	/* Requests carry the agent's hi_tid on top, so answers find it. */
 	if (!ib_response_mad(msg->mad)) {
@@ -607,16 +682,8 @@ static ssize_t umad_write(struct file *filp, const char __user *buf,
 		head->mad_hdr.tid = sent->tid;
 	}
 
-	/*
-	 * A user doing RMPP itself sends many segments under one TID; only
-	 * the others are checked for a TID already in flight.
-	 */
 	spin_lock_irq(&file->send_lock);
-	if (!rmpp_active && !(agent->rmpp_version == 0 &&
-			      ib_is_mad_class_rmpp(head->mad_hdr.mgmt_class) &&
-			      (ib_get_rmpp_flags(&head->rmpp_hdr) &
-			       IB_MGMT_RMPP_FLAG_ACTIVE)) &&
-	    umad_tid_busy(file, packet)) {
+	if (umad_send_checks_tid(&l) && umad_tid_busy(file, packet)) {
 		spin_unlock_irq(&file->send_lock);
 		ret = -EINVAL;
 		goto out_msg;
@@ -629,17 +696,72 @@ static ssize_t umad_write(struct file *filp, const char __user *buf,
 		umad_forget_send(file, packet);
 		goto out_msg;
 	}
-	mutex_unlock(&file->mutex);
-	return count;
+	return 0;
 
 out_msg:
 	ib_free_send_mad(msg);
+	packet->msg = NULL;
 out_ah:
 	ib_destroy_ah(packet->ah);
-out_unlock:
-	mutex_unlock(&file->mutex);
-	kfree(packet);
+	packet->ah = NULL;
 	return ret;
+}
+
+/*
+ * The user's bytes are checked and copied in before file->mutex is taken,
+ * so a slow or faulting user buffer never holds up the port's receive
+ * handlers, which take that mutex.
+ */
+static ssize_t umad_write(struct file *filp, const char __user *buf,
+			  size_t count, loff_t *pos)
+{
+	struct umad_file *file = filp->private_data;
+	struct umad_packet *packet;
+	size_t hdr_bytes;
+	ssize_t mad_bytes;
+	u8 *mad = NULL;
+	int ret;
+
+	mutex_lock(&file->mutex);
+	hdr_bytes = umad_hdr_bytes(file);
+	mutex_unlock(&file->mutex);
+
+	mad_bytes = umad_mad_bytes(count, hdr_bytes);
+	if (mad_bytes < 0)
+		return mad_bytes;
+
+	packet = kzalloc(sizeof(*packet) + IB_MGMT_RMPP_HDR, GFP_KERNEL);
+	if (!packet)
+		return -ENOMEM;
+	ret = -EFAULT;
+	if (copy_from_user(&packet->umad.hdr, buf, hdr_bytes))
+		goto out;
+	ret = umad_check_send_hdr(&packet->umad.hdr);
+	if (ret)
+		goto out;
+
+	ret = -ENOMEM;
+	mad = kvmalloc(mad_bytes, GFP_KERNEL_ACCOUNT);
+	if (!mad)
+		goto out;
+	ret = -EFAULT;
+	if (copy_from_user(mad, buf + hdr_bytes, mad_bytes))
+		goto out;
+	memcpy(packet->umad.data, mad, IB_MGMT_RMPP_HDR);
+
+	mutex_lock(&file->mutex);
+	/* ENABLE_PKEY came in between: the bytes were read as the wrong header */
+	if (umad_hdr_bytes(file) != hdr_bytes)
+		ret = -EINVAL;
+	else
+		ret = umad_send_locked(file, packet, mad, mad_bytes);
+	mutex_unlock(&file->mutex);
+	if (!ret)
+		packet = NULL;	/* the send handler owns it */
+out:
+	kvfree(mad);
+	kfree(packet);
+	return ret ? ret : count;
 }
 
 static __poll_t umad_poll(struct file *filp, struct poll_table_struct *wait)

@@ -260,6 +260,13 @@ static inline struct ktest_cq *to_ktest_cq(struct ib_cq *cq)
 	return container_of(cq, struct ktest_cq, ibcq);
 }
 
+static inline int ktest_post_srq_recv(struct ib_srq *srq,
+				      struct ib_recv_wr *wr,
+				      struct ib_recv_wr **bad)
+{
+	return 0;
+}
+
 static inline struct ib_qp *ktest_create_qp(struct ib_pd *pd,
 					    struct ib_qp_init_attr *attr,
 					    struct ib_udata *udata)
@@ -764,6 +771,7 @@ static inline struct ktest_dev *ktest_dev_alloc(struct kunit *test,
 	kd->ibdev.destroy_ah = ktest_destroy_ah;
 	kd->ibdev.create_srq = ktest_create_srq;
 	kd->ibdev.destroy_srq = ktest_destroy_srq;
+	kd->ibdev.post_srq_recv = ktest_post_srq_recv;
 	kd->ibdev.create_qp = ktest_create_qp;
 	kd->ibdev.modify_qp = ktest_modify_qp;
 	kd->ibdev.destroy_qp = ktest_destroy_qp;
