@@ -195,6 +195,10 @@ private:
         const Mpt* mr;
     };
     static constexpr unsigned kMaxSge = 64;
+    // Packets one call of the SQ engine, or of a READ response, may send
+    // before it leaves the rest to poll(): bounds the work of one MMIO
+    // write or one received packet (about 1 MiB at a 4 KiB MTU).
+    static constexpr uint32_t kSqBudget = 256;
     struct WqeView;  // a fetched and parsed send WQE
     struct RxCtx;    // a parsed received packet
     struct Gather;   // builds a packet's payload list
@@ -263,17 +267,24 @@ private:
     Packet& tx_packet();
     void send_doorbell(Qp& q, uint32_t hi, uint32_t lo);
     void sq_progress(Qp& q);
+    void sq_pump(Qp& q, const WqeView* fresh);
     bool sq_fetch(Qp& q, uint32_t wqe, uint8_t size, WqeView& w);
     bool parse_segments(WqeView& w, uint8_t service, bool special, unsigned* seg_start);
     uint8_t parse_gather(Qp& q, WqeView& w, unsigned seg_start, bool mlx);
     bool gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, unsigned first_sge);
     uint8_t sq_execute(Qp& q, WqeView& w);  // 0 or a CQE syndrome
-    void emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t from_psn, uint32_t npkts);
+    bool emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts);
     void rc_retransmit(Qp& q);
     void arm_timer(Qp& q, uint64_t when);
-    void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn);
-    void send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, uint32_t len, uint32_t psn);
-    void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig);
+    void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
+    void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
+    // The RC responder's owed responses (qp_send.cc).
+    bool respond(Qp& q, const RespEntry& x);
+    void resp_progress(Qp& q);
+    uint32_t resp_rd_atomic(const QpRun& r) const;
+    // Send NAK `code` for `psn`; the class C codes take the QP to ERR with
+    // their affiliated asynchronous event (qp_engine.cc).
+    void responder_nak(Qp& q, unsigned port, uint8_t code, uint32_t psn, uint32_t msn);
 
     // Receive side (qp_engine.cc). loopback: sent by this port to itself.
     void rx_packet(unsigned port, const Packet& p, bool loopback);
@@ -313,6 +324,9 @@ private:
     uint32_t last_qpn_ = 0;
     Qp* last_qp_ = nullptr;
     uint64_t last_qp_gen_ = 0;
+    // The current time: one read of cfg_.clock, never earlier than the last
+    // poll(). Every timer is armed from it.
+    uint64_t now();
     uint64_t now_ = 0;
     uint64_t next_deadline_ = UINT64_MAX;
     unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing

@@ -591,7 +591,7 @@ Status Core::cmd_mad_ifc(Cmd& c)
     MadIfcInfo info;
     info.check_mkey = !(c.op_mod & kMadIfcIgnoreMkey);
     info.slid = uint16_t(c.in_mod >> 16);
-    info.now_ns = now_;
+    info.now_ns = now();
     MadEffects fx;
     Status s = sma_.process(node_, ports, port, std::span<const uint8_t>(in.data(), mad::kSize), out, &c.note, info,
                             &fx);

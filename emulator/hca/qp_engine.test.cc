@@ -288,6 +288,144 @@ TEST_F(QpEngine, RcRdmaRead)
     EXPECT_EQ(c.byte_cnt, len);
 }
 
+// Top finding 1 of the 2026-11 review: one doorbell (one MMIO write) must
+// not make the model send a whole huge message. A loopback RC WRITE of
+// 8 MiB at a 256-byte MTU (32768 packets) leaves the doorbell after one
+// budget of packets; poll() sends the rest, and the data arrives intact.
+TEST_F(QpEngine, HugeLoopbackWriteIsSentInSlices)
+{
+    QpParams p1, p2;
+    p1.mtu = p2.mtu = 1;  // 256 bytes
+    TQp q1 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    TQp q2 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    p1.dlid = p2.dlid = 1;  // a's own LID: the port loops it back
+    p1.remote_qpn = q2.qpn, p2.remote_qpn = q1.qpn;
+    a.to_rts(q1, p1);
+    a.to_rts(q2, p2);
+    const uint32_t len = 8u << 20;
+    uint64_t sbuf = a.alloc(len), rbuf = a.alloc(len);
+    uint32_t sk = a.reg(sbuf, len), rk = a.reg(rbuf, len);
+    fill(a, sbuf, len, 11);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, len, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    uint64_t tx0 = a.core().doorbells().tx_packets;
+    a.post_send(q1, wr);
+    uint64_t in_doorbell = a.core().doorbells().tx_packets - tx0;
+    EXPECT_GE(in_doorbell, 1u);
+    EXPECT_LE(in_doorbell, 257u);  // one budget (256 packets) and an ACK
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    unsigned polls = 0;
+    uint64_t t = 1000;
+    while (!a.poll(acq, &c) && polls < 1000) {
+        uint64_t before = a.core().doorbells().tx_packets;
+        a.d.hca().poll(t += 1000);
+        EXPECT_LE(a.core().doorbells().tx_packets - before, 257u);
+        ++polls;
+    }
+    EXPECT_GE(polls, 100u);
+    EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+    EXPECT_EQ(c.qpn, q1.qpn);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf), a.mem().at(sbuf), len), 0);
+    EXPECT_EQ(a.core().doorbells().tx_packets - tx0, 32768u + 1u);  // every packet once, one ACK
+}
+
+// The same for the responder: a 1 MiB READ (512 response packets) answered
+// to one request packet is sent a budget at a time.
+TEST_F(QpEngine, LongReadResponseIsSentInSlices)
+{
+    connect(QpService::Rc);
+    const uint32_t len = 1u << 20;
+    uint64_t lbuf = a.alloc(len), rbuf = b.alloc(len);
+    uint32_t lk = a.reg(lbuf, len), rk = b.reg(rbuf, len);
+    fill(b, rbuf, len, 23);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{lbuf, len, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    uint64_t b0 = b.core().doorbells().tx_packets;
+    link.pump();
+    EXPECT_EQ(b.core().doorbells().tx_packets - b0, 256u);  // one budget for the one request
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    pump_time(10'000, 1'000);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+    EXPECT_EQ(c.byte_cnt, len);
+    EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
+    EXPECT_EQ(b.core().doorbells().tx_packets - b0, 512u);
+}
+
+// A READ longer than the responder QP's msg_max is an invalid request: NAK,
+// the responder QP goes to ERR with the invalid-request event, and the
+// requester's WQE completes with a remote invalid request error.
+TEST_F(QpEngine, ReadLongerThanMsgMaxIsNaked)
+{
+    QpParams pa, pb;
+    pb.log_msg_max = 12;  // 4 KiB
+    connect(QpService::Rc, pa, pb);
+    uint64_t lbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t lk = a.reg(lbuf, 8192), rk = b.reg(rbuf, 8192);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{lbuf, 4096, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);  // exactly msg_max: fine
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    wr.sges = {{lbuf, 4097, lk}};
+    a.post_send(qa, wr);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kRemoteInvalReq);
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
+    bool inval = false;
+    for (auto& e : events(b, 1))  // the async EQ
+        inval |= e[1] == ev::kWqInvalReq && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qb.qpn;
+    EXPECT_TRUE(inval);
+}
+
+// RRA_MAX: a responder with one resource (max_dest_rd_atomic 1) still
+// sending one READ response NAKs a second READ as an invalid request. The
+// NAK goes out behind the first response, which completes intact.
+TEST_F(QpEngine, ReadsBeyondResponderResourcesAreNaked)
+{
+    QpParams pa, pb;
+    pa.max_rd_atomic = 4;  // the requester (wrongly) allows more
+    pb.max_dest_rd_atomic = 1;
+    connect(QpService::Rc, pa, pb);
+    const uint32_t len = 1u << 20;
+    uint64_t lbuf = a.alloc(2 * len), rbuf = b.alloc(len);
+    uint32_t lk = a.reg(lbuf, 2 * len), rk = b.reg(rbuf, len);
+    fill(b, rbuf, len, 29);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    wr.sges = {{lbuf, len, lk}};
+    a.post_send(qa, wr);
+    wr.sges = {{lbuf + len, len, lk}};
+    a.post_send(qa, wr);
+    link.pump();
+    pump_time(20'000, 1'000);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_FALSE(cqes[0].error) << "syndrome 0x" << std::hex << unsigned(cqes[0].syndrome);
+    EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
+    EXPECT_TRUE(cqes[1].error);
+    EXPECT_EQ(cqes[1].syndrome, cqe::kRemoteInvalReq);
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
+}
+
 TEST_F(QpEngine, RcAtomics)
 {
     connect(QpService::Rc);
@@ -500,6 +638,44 @@ TEST_F(QpEngine, RcRetryExceededWhenLinkDropsEverything)
     EXPECT_TRUE(c.error);
     EXPECT_EQ(c.syndrome, cqe::kRetryExc);
     EXPECT_EQ(link.sent - sent0, 4u);  // the first try and three retries
+}
+
+// The model is polled only now and then (the server does it after MMIO
+// and on its timers). A send after an idle gap arms its ACK timer from the
+// current time, not from the last poll: when the server polls the model
+// right after the doorbell and before the fabric delivers the ACK (its
+// order in one round), nothing has timed out, even with retry_cnt 0
+// (IPoIB-CM's value, where a spurious timeout kills the connection).
+TEST_F(QpEngine, RcIdleGapBeforeSendDoesNotTimeOut)
+{
+    constexpr uint64_t kSec = 1'000'000'000ull;
+    QpParams p;
+    p.retry_cnt = 0;
+    p.timeout = 14;  // 67 ms
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 1000, 5);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    for (Node* n : {&a, &b}) {
+        n->d.clock().set(1 * kSec);
+        n->d.hca().poll(1 * kSec);
+        n->d.clock().set(11 * kSec);  // 10 s without a poll
+    }
+    uint64_t sent0 = link.sent;
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 1000, sk}};
+    a.post_send(qa, wr);
+    a.d.hca().poll(11 * kSec);
+    b.d.hca().poll(11 * kSec);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+    EXPECT_EQ(link.sent - sent0, 2u);  // the SEND and its ACK, no retransmission
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Rts);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 1000), 0);
 }
 
 TEST_F(QpEngine, RcRetransmitRecoversFromOneLostPacket)
