@@ -81,6 +81,19 @@ TEST(Lifecycle, BringUpMsixAndTearDown)
     EXPECT_EQ(d.core().icm().extent_count(), 0u);
 }
 
+// INIT_HCA's log_uars is an 8-bit field: 64 or more must be refused, not
+// shifted by (undefined; on x86 1 << 64 is 1 and the check passed).
+TEST(Lifecycle, InitHcaRefusesHugeLogUars)
+{
+    for (uint8_t v : {uint8_t(12), uint8_t(64), uint8_t(65), uint8_t(255)}) {
+        DriverSim d;
+        d.before_init_hca = [v](std::span<uint8_t> in) { in[0x12a] = v; };
+        d.init_hca_expect = Status::BadParam;
+        d.bring_up();
+        EXPECT_NE(d.core().fw_state(), FwState::HcaUp) << unsigned(v);
+    }
+}
+
 TEST(Lifecycle, IntxModeAssertsAndClears)
 {
     DriverSim d;

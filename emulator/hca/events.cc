@@ -13,6 +13,7 @@
 // driver programs 128 + vector; otherwise it programs the INTA pin
 // number from QUERY_ADAPTER, which becomes a bit in the 64-bit interrupt
 // cause register that CLR_INT clears (mthca_arbel_interrupt()).
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.h"
@@ -220,7 +221,7 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
         IBEMU_DEBUG(cfg_.name, "doorbell on UAR %u +0x%x after a catastrophic error: ignored", uar, offset);
         return;
     }
-    if (state_ != FwState::HcaUp || uar >= (1u << layout_.log_uars)) {
+    if (state_ != FwState::HcaUp || uint64_t(uar) >= (uint64_t(1) << std::min(layout_.log_uars, 32u))) {
         ++db_.bogus;
         IBEMU_GUEST_ERROR(cfg_.name, "doorbell on UAR %u +0x%x (%08x %08x) while no such UAR is active", uar, offset,
                           hi, lo);

@@ -422,7 +422,8 @@ Status Core::cmd_init_hca(Cmd& c)
                     l.log_mc_entry, l.mc_hash_size, l.log_mc_table);
     if (l.uar_page_shift != 0)
         return fail(c, Status::BadParam, "UAR page size code %u (only 4 KiB pages)", l.uar_page_shift);
-    if ((1ull << l.log_uars) > num_uars() || l.log_uarc_pages > 8)
+    // log_uars is an 8-bit field: test its range before shifting by it.
+    if (l.log_uars >= 32 || (1ull << l.log_uars) > num_uars() || l.log_uarc_pages > 8)
         return fail(c, Status::BadParam, "UAR log %u / UAR context log %u", l.log_uars, l.log_uarc_pages);
     // Every table must lie inside the ICM space.
     const struct {

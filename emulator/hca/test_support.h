@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -269,6 +270,10 @@ public:
 
     // ---- the bring-up of mthca_init_arbel + mthca_setup_hca -------------
     void bring_up(bool msi_x = true);
+    // A test's edit of the INIT_HCA mailbox, and the status INIT_HCA must
+    // then give (bring_up stops there if it is not Ok).
+    std::function<void(std::span<uint8_t>)> before_init_hca;
+    Status init_hca_expect = Status::Ok;
     void tear_down();
     // Memory region over a contiguous buffer (mthca_mr_alloc_phys),
     // writing the MTT entries straight into ICM as the mem-free driver
