@@ -536,6 +536,52 @@ TEST_F(QpEngine, RcBadRkeyIsRemoteAccessErrorAndFlushes)
     EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
 }
 
+// Review finding 5: the R_Key and bounds are good but the memory behind the
+// region cannot be written (its MTT entry is not present, or names a page
+// that is not RAM). The responder NAKs with remote operational error and
+// its QP goes to ERR; the requester's WQE completes with that syndrome
+// (mthca's CQE syndrome 0x14, IB_WC_REM_OP_ERR). Nothing is ACKed.
+TEST_F(QpEngine, RcWriteToUnbackedRegionIsRemoteOpError)
+{
+    for (bool absent : {false, true}) {
+        SCOPED_TRACE(absent ? "MTT entry not present" : "page not RAM");
+        connect(QpService::Rc);
+        uint64_t sbuf = a.alloc(4096);
+        uint32_t sk = a.reg(sbuf, 4096);
+        fill(a, sbuf, 4096, 3);
+        uint64_t rbuf = absent ? b.alloc(4096) : 0x40000000;  // beyond the 96 MiB of RAM
+        uint32_t seg = std::max<uint32_t>(b.d.mtt_next_seg, b.d.lim.rsvd_mtts);
+        uint32_t rk = b.reg(rbuf, 4096);
+        if (absent) {
+            std::memset(b.mem().at(rbuf), 0xee, 4096);
+            uint8_t* e = b.d.icm_ptr(b.d.lay.mtt_base + uint64_t(seg) * 64);
+            ASSERT_NE(e, nullptr);
+            std::memset(e, 0, 8);  // present bit clear
+            b.d.cmd(op::kSyncTpt);
+        }
+        Node::SendWr wr;
+        wr.op = wqe::kRdmaWrite;
+        wr.sges = {{sbuf, 100, sk}};
+        wr.raddr = rbuf;
+        wr.rkey = rk;
+        uint32_t w1 = a.post_send(qa, wr);
+        link.pump();
+        TCqe c;
+        ASSERT_TRUE(a.poll(acq, &c));
+        EXPECT_TRUE(c.error);
+        EXPECT_EQ(c.syndrome, cqe::kRemoteOp);
+        EXPECT_EQ(c.wqe, w1);
+        EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Err);
+        EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
+        if (absent) {
+            for (unsigned i = 0; i < 4096; ++i)
+                ASSERT_EQ(b.mem().at(rbuf)[i], 0xee) << i;
+        }
+        a.drain(acq);
+        b.drain(bcq);
+    }
+}
+
 TEST_F(QpEngine, RcLocalProtectionError)
 {
     connect(QpService::Rc);
