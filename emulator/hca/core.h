@@ -107,6 +107,9 @@ struct Cmd {
 struct DoorbellStats {
     uint64_t send = 0, recv = 0, cq_arm = 0, cq_other = 0, bogus = 0;
     uint64_t tx_packets = 0, rx_packets = 0, rx_dropped = 0, cqes = 0;
+    // RC/UC packets dropped because their source (port, SLID, SGID) is not
+    // the QP's primary path (also in rx_dropped).
+    uint64_t rx_bad_source = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -290,6 +293,7 @@ private:
     void rx_packet(unsigned port, const Packet& p, bool loopback);
     void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
     void rx_ud(unsigned port, RxCtx& rx, Qp& q);
+    bool from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const;
     void rx_rc_request(unsigned port, RxCtx& rx, Qp& q);
     void rx_uc(unsigned port, RxCtx& rx, Qp& q);
     void rx_rc_response(unsigned port, RxCtx& rx, Qp& q);

@@ -687,6 +687,19 @@ bool Core::place(const Mpt& m, uint64_t va, const Packet& p, uint32_t poff, uint
     });
 }
 
+// The source of an RC/UC packet is the QP's primary path: the QP's port,
+// SLID = the remote LID the QP sends to (its path bits included), and, when
+// either the path or the packet has a GRH, both have one and the SGID is the
+// path's remote GID. (No alternate path is ever loaded: APM is a seam.)
+bool Core::from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const
+{
+    if (port != (q.port ? q.port : 1u) || rx.slid != q.a.rlid)
+        return false;
+    if (bool(rx.grh) != q.a.grh)
+        return false;
+    return !rx.grh || std::memcmp(rx.grh + 8, q.a.rgid.data(), 16) == 0;
+}
+
 void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
 {
     Port& pt = ports_[port - 1];
@@ -705,6 +718,18 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
     }
     uint8_t tr = rx.opcode >> 5;
     uint8_t st = q.service == uint8_t(QpService::Mlx) ? uint8_t(QpService::Ud) : q.service;
+    if ((tr == iba::kTrRc || tr == iba::kTrUc) && st == tr && !from_primary_path(port, rx, q)) {
+        // A connected QP takes packets only from its peer (IBA vol 1 9.6,
+        // transport header validation): requests, responses and ACKs from
+        // any other port, LID or GID are dropped without a reply, so a third
+        // node that knows the QPN, a PSN and an R_Key can neither write
+        // memory, complete the requester's WQEs, nor probe PSNs.
+        ++db_.rx_dropped;
+        ++db_.rx_bad_source;
+        IBEMU_DEBUG(cfg_.name, "port %u: QP 0x%x: packet from SLID 0x%04x%s is not from its path (port %u LID 0x%04x)",
+                    port, q.qpn, rx.slid, rx.grh ? " (with GRH)" : "", q.port ? q.port : 1, q.a.rlid);
+        return;
+    }
     if (tr == iba::kTrUd && st == uint8_t(QpService::Ud))
         return rx_ud(port, rx, q);
     if (tr == iba::kTrRc && st == uint8_t(QpService::Rc)) {

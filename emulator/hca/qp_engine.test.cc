@@ -582,6 +582,121 @@ TEST_F(QpEngine, RcWriteToUnbackedRegionIsRemoteOpError)
     }
 }
 
+// Review top finding 3: a connected QP takes packets only from the port,
+// LID (and GID) of its primary path. A third node that learnt the QPN, the
+// next PSN and an R_Key forges an RDMA WRITE (here: the genuine packet with
+// its SLID changed to LID 3, or given a GRH with another node's GID); the
+// responder drops it without a reply and counts it, and memory is
+// untouched. The same packet from the real peer's LID is accepted, so
+// nothing but the source made the difference.
+TEST_F(QpEngine, RcForgedWriteFromAnotherSourceIsDropped)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 256, 5);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 256, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    link.capture = true;
+    a.post_send(qa, wr);
+    link.pump();
+    link.capture = false;
+    ASSERT_EQ(a.drain(acq).size(), 1u);
+    ASSERT_FALSE(link.captured.empty());
+    CopiedPacket genuine = link.captured[0];
+    ASSERT_EQ(genuine.opcode(), iba::opc::kWriteOnly);
+    std::memset(b.mem().at(rbuf), 0x11, 4096);
+
+    // The next request the responder expects, with other data.
+    CopiedPacket forged = genuine;
+    forged.hdr[8 + 11] = uint8_t(forged.hdr[8 + 11] + 1);  // PSN + 1 (no wrap here)
+    std::fill(forged.payload.begin(), forged.payload.end(), 0xab);
+    auto inject = [&](const CopiedPacket& c) {
+        Packet v = c.view();
+        uint64_t sent = link.sent;
+        link.ep[1]->receive(v);
+        return link.sent - sent;  // packets the responder sent back
+    };
+    uint64_t bad0 = b.core().doorbells().rx_bad_source;
+
+    CopiedPacket third = forged;
+    third.hdr[6] = 0, third.hdr[7] = 3;  // SLID 3
+    EXPECT_EQ(inject(third), 0u);
+    EXPECT_EQ(b.core().doorbells().rx_bad_source, bad0 + 1);
+
+    // Right SLID, but with a GRH carrying a third node's GID.
+    CopiedPacket global;
+    global.hdr.assign(forged.hdr.begin(), forged.hdr.begin() + 8);
+    global.hdr[1] = uint8_t((global.hdr[1] & ~3) | iba::kLnhIbaGlobal);
+    std::vector<uint8_t> grh(40, 0);
+    grh[0] = 0x60, grh[6] = 0x1b, grh[7] = 1;
+    grh[8] = 0xfe, grh[9] = 0x80, grh[23] = 3;  // fe80::3
+    grh[24] = 0xfe, grh[25] = 0x80;
+    global.hdr.insert(global.hdr.end(), grh.begin(), grh.end());
+    global.hdr.insert(global.hdr.end(), forged.hdr.begin() + 8, forged.hdr.end());
+    global.payload = forged.payload;
+    EXPECT_EQ(inject(global), 0u);
+    EXPECT_EQ(b.core().doorbells().rx_bad_source, bad0 + 2);
+
+    for (unsigned i = 0; i < 4096; ++i)
+        ASSERT_EQ(b.mem().at(rbuf)[i], 0x11) << i;
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Rts);
+    EXPECT_TRUE(b.drain(bcq).empty());
+
+    // The same request from the peer's own LID is taken (and ACKed).
+    EXPECT_EQ(inject(forged), 1u);
+    EXPECT_EQ(b.mem().at(rbuf)[0], 0xab);
+    EXPECT_EQ(b.core().doorbells().rx_bad_source, bad0 + 2);
+    link.clear();
+}
+
+// A forged ACK (from LID 3) for the requester's outstanding WRITE does not
+// complete it; the real peer's ACK does.
+TEST_F(QpEngine, RcForgedAckDoesNotCompleteTheRequest)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 64, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    link.drop_all = true;  // the request never arrives
+    a.post_send(qa, wr);
+    link.drop_all = false;
+    auto ack_from = [&](uint16_t slid) {
+        CopiedPacket c;
+        c.hdr.assign(8 + 12 + 4, 0);
+        c.hdr[1] = iba::kLnhIbaLocal;
+        c.hdr[3] = 1;  // DLID 1
+        c.hdr[5] = uint8_t(c.hdr.size() / 4 + 1);
+        c.hdr[6] = uint8_t(slid >> 8), c.hdr[7] = uint8_t(slid);
+        uint8_t* bth = c.hdr.data() + 8;
+        bth[0] = iba::opc::kAck;  // RC ACKnowledge
+        bth[2] = 0xff, bth[3] = 0xff;
+        bth[5] = uint8_t(qa.qpn >> 16), bth[6] = uint8_t(qa.qpn >> 8), bth[7] = uint8_t(qa.qpn);
+        bth[9] = 0x00, bth[10] = 0x01, bth[11] = 0x23;  // the WRITE's PSN
+        uint8_t* aeth = bth + 12;
+        aeth[0] = 0x1f;  // ACK, credits invalid
+        aeth[3] = 1;     // MSN 1
+        Packet v = c.view();
+        link.ep[0]->receive(v);
+    };
+    uint64_t bad0 = a.core().doorbells().rx_bad_source;
+    ack_from(3);
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_EQ(a.core().doorbells().rx_bad_source, bad0 + 1);
+    ack_from(2);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(a.core().doorbells().rx_bad_source, bad0 + 1);
+}
+
 TEST_F(QpEngine, RcLocalProtectionError)
 {
     connect(QpService::Rc);
