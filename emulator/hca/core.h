@@ -110,6 +110,9 @@ struct DoorbellStats {
     // RC/UC packets dropped because their source (port, SLID, SGID) is not
     // the QP's primary path (also in rx_dropped).
     uint64_t rx_bad_source = 0;
+    // Send doorbells and CQ arms rung through a UAR page other than the
+    // QP's usr_page / the CQ's UAR: ignored.
+    uint64_t wrong_uar = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -209,6 +212,9 @@ private:
     Qp* qp_lookup(uint32_t qpn);
     Cq* cq_lookup(uint32_t cqn);
     Srq* srq_lookup(uint32_t srqn);
+    // A doorbell for a queue that `owner` (its context's UAR) owns arrived
+    // through page `uar`; false (counted, logged once) if they differ.
+    bool uar_owns(uint32_t uar, uint32_t owner, const char* what, uint32_t num);
     uint64_t uarc_record(uint32_t uar, uint32_t index) const;
     bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
     // MPT checks for a data access.

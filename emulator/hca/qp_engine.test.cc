@@ -1719,6 +1719,64 @@ TEST_F(QpEngine, CqArmRaisesCompletionEventsOnce)
     EXPECT_EQ(events(b, 0).size(), 1u);
 }
 
+// Review top finding 6: a QP's send doorbell and a CQ's arm are taken only
+// through the UAR page its context names (usr_page, the CQ's UAR), as the
+// HCA isolates user processes, each with its own page. Through another
+// page (one another process owns) they do nothing and are counted; through
+// the owner's page the same doorbell works.
+TEST_F(QpEngine, DoorbellsOnlyThroughTheOwnersUarPage)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 100, 9);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    const uint32_t own_a = a.uar, own_b = b.uar;
+    uint64_t wrong_a = a.core().doorbells().wrong_uar, wrong_b = b.core().doorbells().wrong_uar;
+
+    // Send doorbell through another page.
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 100, sk}};
+    uint32_t head = qa.sq_head;
+    a.post_send(qa, wr, false);
+    a.uar = own_a + 1;
+    a.ring_send(qa, head, 1, a.last_op0, a.last_size0);
+    a.uar = own_a;
+    link.pump();
+    EXPECT_EQ(link.sent, 0u);
+    EXPECT_EQ(a.core().doorbells().wrong_uar, wrong_a + 1);
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_FALSE(b.poll(bcq, &c));
+
+    // CQ arm through another page: no event follows a completion.
+    events(b, 0);
+    b.uar = own_b + 1;
+    b.arm(bcq, false);
+    b.uar = own_b;
+    EXPECT_EQ(b.core().doorbells().wrong_uar, wrong_b + 1);
+
+    // The send doorbell through the QP's own page: the WQE goes out.
+    a.ring_send(qa, head, 1, a.last_op0, a.last_size0);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 100), 0);
+    EXPECT_TRUE(events(b, 0).empty());  // the CQ was never armed
+
+    // Armed through its own page, the next completion raises the event.
+    b.arm(bcq, false);
+    a.post_send(qa, wr);
+    link.pump();
+    auto evs = events(b, 0);
+    ASSERT_EQ(evs.size(), 1u);
+    EXPECT_EQ(evs[0][1], ev::kComp);
+    EXPECT_EQ(a.core().doorbells().wrong_uar, wrong_a + 1);
+    EXPECT_EQ(b.core().doorbells().wrong_uar, wrong_b + 1);
+}
+
 TEST_F(QpEngine, CqOverflowIsACqError)
 {
     TCq small = b.make_cq(4);
