@@ -402,6 +402,7 @@ struct QpRun {
     bool resp_nak = false;     // a NAK is queued: later requests are dropped
     bool resp_busy = false;    // resp_progress re-entry guard
     bool drained_event = false;  // SQD: raise SQ_DRAINED once drained
+    bool comm_est = false;       // COMM_EST raised (first packet in RTR)
     bool sq_busy = false, sq_again = false;  // sq_progress re-entry guard
     bool err_flushed = false;
 };

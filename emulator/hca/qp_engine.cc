@@ -730,6 +730,13 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
                     port, q.qpn, rx.slid, rx.grh ? " (with GRH)" : "", q.port ? q.port : 1, q.a.rlid);
         return;
     }
+    // The first packet a connected QP receives while in RTR tells its
+    // consumer the connection works (the CM's RTU may have been lost):
+    // the communication-established event, once per connection.
+    if (q.state == QpState::Rtr && (tr == iba::kTrRc || tr == iba::kTrUc) && st == tr && !q.r.comm_est) {
+        q.r.comm_est = true;
+        qp_event(ev::kCommEst, q.qpn);
+    }
     if (tr == iba::kTrUd && st == uint8_t(QpService::Ud))
         return rx_ud(port, rx, q);
     if (tr == iba::kTrRc && st == uint8_t(QpService::Rc)) {

@@ -1777,6 +1777,59 @@ TEST_F(QpEngine, DoorbellsOnlyThroughTheOwnersUarPage)
     EXPECT_EQ(b.core().doorbells().wrong_uar, wrong_b + 1);
 }
 
+// Issue 9 item 3: an RC or UC QP in RTR raises the communication-
+// established event (type 0x02, mthca_eq.c) on the first packet it
+// receives, once; a QP in RTS (the requester here) raises none. This is
+// what lets ib_cm establish a connection whose RTU was lost.
+TEST_F(QpEngine, FirstPacketInRtrRaisesCommEstOnce)
+{
+    for (QpService st : {QpService::Rc, QpService::Uc}) {
+        SCOPED_TRACE(st == QpService::Rc ? "RC" : "UC");
+        bool rc = st == QpService::Rc;
+        qa = a.make_qp(st, acq, acq, 64, 64);
+        qb = b.make_qp(st, bcq, bcq, 64, 64);
+        QpParams pa, pb;
+        pa.dlid = 2, pa.remote_qpn = qb.qpn;
+        pb.dlid = 1, pb.remote_qpn = qa.qpn;
+        pa.sq_psn = pb.rq_psn = 0x123;
+        pb.sq_psn = pa.rq_psn = 0x456;
+        a.to_rts(qa, pa);
+        ASSERT_EQ(b.modify(qb, op::kRst2Init, QpState::Init, pb, 1u << 4 | 1u << 11 | 7u << 1), Status::Ok);
+        ASSERT_EQ(b.modify(qb, op::kInit2Rtr, QpState::Rtr, pb, 1u << 7 | (rc ? (1u << 9 | 7u << 1 | 1u << 6) : 0)),
+                  Status::Ok);
+        events(a, 1);
+        events(b, 1);
+        auto comm_est = [&](Node& n, uint32_t qpn) {
+            unsigned k = 0;
+            for (auto& e : events(n, 1))
+                k += e[1] == ev::kCommEst && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qpn;
+            return k;
+        };
+        uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+        uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+        for (int i = 0; i < 4; ++i)
+            b.post_recv(qb, {{rbuf, 4096, rk}});
+        Node::SendWr wr;
+        wr.sges = {{sbuf, 10, sk}};
+        a.post_send(qa, wr);
+        a.post_send(qa, wr);
+        link.pump();
+        EXPECT_EQ(b.drain(bcq).size(), 2u);  // the responder works in RTR
+        EXPECT_EQ(comm_est(b, qb.qpn), 1u);
+        EXPECT_EQ(comm_est(a, qa.qpn), 0u);
+        EXPECT_EQ(a.drain(acq).size(), 2u);
+
+        // Moved to RTS (the CM's RTU, or ib_cm_notify), it raises no more.
+        uint32_t m2 = rc ? (1u << 14 | 1u << 12 | 1u << 15 | 1u << 8) : 0;
+        ASSERT_EQ(b.modify(qb, op::kRtr2Rts, QpState::Rts, pb, m2), Status::Ok);
+        a.post_send(qa, wr);
+        link.pump();
+        EXPECT_EQ(b.drain(bcq).size(), 1u);
+        EXPECT_EQ(comm_est(b, qb.qpn), 0u);
+        a.drain(acq);
+    }
+}
+
 TEST_F(QpEngine, CqOverflowIsACqError)
 {
     TCq small = b.make_cq(4);
