@@ -16,6 +16,7 @@ TEST(Commands, PollingModeBasics)
 {
     DriverSim d;
     EXPECT_EQ(d.core().fw_state(), FwState::Off);
+    d.hca().config_write(4, 2, 0x0006);  // pci_set_master before the first command
     ASSERT_EQ(d.cmd(op::kQueryFw, 0, d.out_box()), Status::Ok);
     // mthca_QUERY_FW: subminor sits above minor; the driver swaps them.
     uint64_t raw = get64(d.out(), 0);

@@ -97,11 +97,11 @@ const Core::CommandDesc* Core::find_command(uint16_t opcode)
 
 Core::Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const ConfigSpace& cfgspace)
     : cfg_(cfg),
-      mem_(mem),
+      mem_(mem, cfgspace, cfg_.name),
       irq_(irq),
       cfgspace_(cfgspace),
       num_ports_(cfg.num_ports == 2 ? 2 : 1),
-      icm_(mem)
+      icm_(mem_)
 {
     if (cfg.num_ports != 1 && cfg.num_ports != 2)
         IBEMU_ERROR(cfg_.name, "num_ports %u unsupported, using 1", cfg.num_ports);
@@ -112,6 +112,21 @@ Core::Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const C
     node_.vendor_id = 0x0002c9;  // Mellanox OUI
     node_.description = "ibemu " + cfg.name + " MT25208 HCA";
     power_on();
+}
+
+bool BusMasterGate::allowed(uint64_t gpa, size_t len)
+{
+    if (cfg_.bus_master()) {
+        warned_ = false;
+        return true;
+    }
+    ++refused_;
+    if (!warned_) {
+        warned_ = true;
+        IBEMU_GUEST_ERROR(name_, "DMA to 0x%llx (+%zu) while Bus Master Enable is clear: refused (and every other "
+                          "until it is set)", (unsigned long long)gpa, len);
+    }
+    return false;
 }
 
 void Core::power_on()

@@ -116,6 +116,44 @@ struct DoorbellStats {
     uint32_t last_hi = 0, last_lo = 0;
 };
 
+// The device's view of guest memory: every DMA (mailboxes, ICM, WQEs,
+// CQEs, EQEs, payload) goes through here, and none passes while the
+// driver keeps Bus Master Enable clear in the PCI command register (before
+// pci_set_master, after pci_clear_master, or in a kdump/kexec kernel that
+// finds the old HCA still running), as the bus refuses the device's
+// requests then.
+class BusMasterGate final : public GuestMemory {
+public:
+    BusMasterGate(GuestMemory& mem, const ConfigSpace& cfg, const std::string& name)
+        : mem_(mem), cfg_(cfg), name_(name)
+    {
+    }
+    bool read(uint64_t gpa, void* dst, size_t len) override
+    {
+        return allowed(gpa, len) && mem_.read(gpa, dst, len);
+    }
+    bool write(uint64_t gpa, const void* src, size_t len) override
+    {
+        return allowed(gpa, len) && mem_.write(gpa, src, len);
+    }
+    uint8_t* map_range(uint64_t gpa, size_t len) override
+    {
+        // A refused mapping makes the caller fall back on read/write,
+        // which refuse (and count) it.
+        return cfg_.bus_master() ? mem_.map_range(gpa, len) : nullptr;
+    }
+    uint64_t refused() const { return refused_; }
+
+private:
+    bool allowed(uint64_t gpa, size_t len);
+
+    GuestMemory& mem_;
+    const ConfigSpace& cfg_;
+    const std::string& name_;
+    uint64_t refused_ = 0;
+    bool warned_ = false;  // logged since BME was last seen set
+};
+
 class Core {
 public:
     Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const ConfigSpace& cfgspace);
@@ -185,6 +223,8 @@ public:
     uint64_t intx_cause() const { return intx_cause_; }
     bool intx_level() const { return intx_level_; }
     const DoorbellStats& doorbells() const { return db_; }
+    // DMA accesses refused while Bus Master Enable was clear.
+    uint64_t dma_refused() const { return mem_.refused(); }
     uint64_t commands_executed() const { return commands_; }
     // Translate (lkey, va) to guest-physical through MPT/MTT; used for EQ
     // and CQ buffers and later the data path.
@@ -428,7 +468,7 @@ private:
     void complete_event(const Cmd& c, Status s);
 
     MthcaConfig cfg_;
-    GuestMemory& mem_;
+    BusMasterGate mem_;
     InterruptSink& irq_;
     const ConfigSpace& cfgspace_;
     unsigned num_ports_;

@@ -697,6 +697,48 @@ TEST_F(QpEngine, RcForgedAckDoesNotCompleteTheRequest)
     EXPECT_EQ(a.core().doorbells().rx_bad_source, bad0 + 1);
 }
 
+// Review 2.2 item 12: while the driver keeps Bus Master Enable clear the
+// HCA reaches no guest memory. An RDMA WRITE arriving then leaves memory
+// untouched (the responder cannot place it: remote operational error) and
+// the refused accesses are counted; with BME set again a new connection
+// writes as before.
+TEST_F(QpEngine, NoDmaWhileBusMasterIsClear)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 4096, 7);
+    std::memset(b.mem().at(rbuf), 0x5a, 4096);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 4096, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+
+    b.d.hca().config_write(4, 2, 0x0002);  // pci_clear_master: memory space only
+    a.post_send(qa, wr);
+    link.pump();
+    for (unsigned i = 0; i < 4096; ++i)
+        ASSERT_EQ(b.mem().at(rbuf)[i], 0x5a) << i;
+    EXPECT_GT(b.core().dma_refused(), 0u);
+    EXPECT_EQ(a.core().dma_refused(), 0u);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_EQ(c.syndrome, cqe::kRemoteOp);
+
+    b.d.hca().config_write(4, 2, 0x0006);  // pci_set_master
+    uint64_t refused = b.core().dma_refused();
+    a.drain(acq);
+    b.drain(bcq);
+    connect(QpService::Rc);
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 4096), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(b.core().dma_refused(), refused);
+}
+
 TEST_F(QpEngine, RcLocalProtectionError)
 {
     connect(QpService::Rc);
