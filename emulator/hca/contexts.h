@@ -357,8 +357,9 @@ struct QpRun {
     uint8_t sq_next_op = 0, sq_next_size = 0;
     bool sq_have_next = false;
     uint32_t npsn = 0;  // next PSN the requester sends
-    // Requester: started WQEs, oldest first (ring of kMaxOutstanding).
-    std::array<SendEntry, kMaxOutstanding> out{};
+    // Requester: started WQEs, oldest first (ring of kMaxOutstanding,
+    // allocated at the QP's first RC/UC send; indexed only while non-empty).
+    std::vector<SendEntry> out;
     uint32_t out_head = 0, out_tail = 0;
     // The next started WQE with request packets still to send; the budget
     // of packets the current sq_progress call may still send; tx_gen
@@ -394,7 +395,7 @@ struct QpRun {
         uint32_t psn = 0xffffffff;  // none
         uint64_t orig = 0;
     };
-    std::array<AtomicResult, kMaxOutstanding> atomics{};
+    std::vector<AtomicResult> atomics;  // kMaxOutstanding, at the first atomic
     // Responses owed, oldest first (a ring; sized at first use from RRA_MAX).
     std::vector<RespEntry> resp;
     uint32_t resp_head = 0, resp_tail = 0;

@@ -129,6 +129,31 @@ bool BusMasterGate::allowed(uint64_t gpa, size_t len)
     return false;
 }
 
+uint64_t Core::model_bytes() const
+{
+    constexpr uint64_t kNode = 48;  // what a std::map node adds, roughly
+    return qps_.size() * (sizeof(Qp) + kNode) + cqs_.size() * (sizeof(Cq) + kNode) +
+           srqs_.size() * (sizeof(Srq) + kNode) + mpts_.size() * (sizeof(Mpt) + kNode) + lazy_bytes_;
+}
+
+uint64_t Core::qp_lazy_bytes(const Qp& q)
+{
+    return q.r.out.capacity() * sizeof(SendEntry) + q.r.atomics.capacity() * sizeof(QpRun::AtomicResult) +
+           q.r.resp.capacity() * sizeof(RespEntry);
+}
+
+bool Core::lazy_alloc(uint64_t bytes)
+{
+    if (!room_for(bytes)) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP state of %llu bytes refused: the model already holds %llu of its %llu",
+                          (unsigned long long)bytes, (unsigned long long)model_bytes(),
+                          (unsigned long long)cfg_.max_model_bytes);
+        return false;
+    }
+    lazy_bytes_ += bytes;
+    return true;
+}
+
 void Core::power_on()
 {
     state_ = FwState::Off;
@@ -145,6 +170,7 @@ void Core::power_on()
     srqs_.clear();
     mpts_.clear();
     qps_.clear();
+    lazy_bytes_ = 0;
     ++obj_gen_;
     ++tpt_gen_;
     special_base_.fill(0);

@@ -223,6 +223,10 @@ public:
     uint64_t intx_cause() const { return intx_cause_; }
     bool intx_level() const { return intx_level_; }
     const DoorbellStats& doorbells() const { return db_; }
+    // Host memory the model spends on this guest's objects, as counted
+    // against MthcaConfig::max_model_bytes (set_model_memory_cap: tests).
+    uint64_t model_bytes() const;
+    void set_model_memory_cap(uint64_t bytes) { cfg_.max_model_bytes = bytes; }
     // DMA accesses refused while Bus Master Enable was clear.
     uint64_t dma_refused() const { return mem_.refused(); }
     uint64_t commands_executed() const { return commands_; }
@@ -255,6 +259,11 @@ private:
     // A doorbell for a queue that `owner` (its context's UAR) owns arrived
     // through page `uar`; false (counted, logged once) if they differ.
     bool uar_owns(uint32_t uar, uint32_t owner, const char* what, uint32_t num);
+    // Room for `bytes` more under the model memory cap; lazy_alloc also
+    // counts them (the per-QP state allocated at first use).
+    bool room_for(uint64_t bytes) const { return model_bytes() + bytes <= cfg_.max_model_bytes; }
+    bool lazy_alloc(uint64_t bytes);
+    static uint64_t qp_lazy_bytes(const Qp& q);
     uint64_t uarc_record(uint32_t uar, uint32_t index) const;
     bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
     // MPT checks for a data access.
@@ -469,6 +478,7 @@ private:
 
     MthcaConfig cfg_;
     BusMasterGate mem_;
+    uint64_t lazy_bytes_ = 0;  // sum of qp_lazy_bytes over qps_
     InterruptSink& irq_;
     const ConfigSpace& cfgspace_;
     unsigned num_ports_;

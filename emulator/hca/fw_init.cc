@@ -463,6 +463,7 @@ Status Core::cmd_close_hca(Cmd& c)
     srqs_.clear();
     mpts_.clear();
     qps_.clear();
+    lazy_bytes_ = 0;
     ++obj_gen_;
     ++tpt_gen_;
     special_base_.fill(0);

@@ -23,6 +23,10 @@ struct MthcaConfig {
     // of the last poll(). Null (tests only): time is what poll() last said.
     // Not owned; must outlive the model.
     const fabric::Clock* clock = nullptr;
+    // The most host memory the model may spend on one guest's objects (QPs
+    // with their run-time state, CQs, SRQs, MPTs): creating one beyond it
+    // fails with EXCEED_LIM, a send or atomic that needs new state fails.
+    uint64_t max_model_bytes = uint64_t(256) << 20;
 };
 
 // The HCA's IB ports as the fabric sees them. Every PciFunction that

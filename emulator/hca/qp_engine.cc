@@ -1077,14 +1077,14 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         } else if (o == kCmpSwap || o == kFetchAdd) {
             // Replayed from the saved result, never executed twice; one too
             // old to be remembered gets no answer.
-            const QpRun::AtomicResult& ar = r.atomics[rx.psn % kMaxOutstanding];
-            if (ar.psn == rx.psn) {
+            const QpRun::AtomicResult* ar = r.atomics.empty() ? nullptr : &r.atomics[rx.psn % kMaxOutstanding];
+            if (ar && ar->psn == rx.psn) {
                 RespEntry x;
                 x.kind = RespEntry::Atomic;
                 x.port = uint8_t(port);
                 x.psn = rx.psn;
                 x.msn = r.msn;
-                x.orig = ar.orig;
+                x.orig = ar->orig;
                 respond(q, x);
             }
         } else {
@@ -1281,6 +1281,11 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             return nak(iba::kNakInvalidReq);
         if (!q.a.rae || mr_check(rkey, q.a.pd, va, 8, kMptAtomic, &m) != Tpt::Ok)
             return nak(iba::kNakRemoteAccess);
+        if (r.atomics.empty()) {
+            if (!lazy_alloc(kMaxOutstanding * sizeof(QpRun::AtomicResult)))
+                return nak(iba::kNakRemoteOp);  // the responder's own failure
+            r.atomics.resize(kMaxOutstanding);
+        }
         uint8_t b[8];
         if (!mr_read(*m, va, b, 8))
             return nak(iba::kNakRemoteOp);

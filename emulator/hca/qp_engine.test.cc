@@ -739,6 +739,66 @@ TEST_F(QpEngine, NoDmaWhileBusMasterIsClear)
     EXPECT_EQ(b.core().dma_refused(), refused);
 }
 
+// Review 2.2 item 8: the model's memory per guest. A QP costs well under
+// 2 KiB until it needs more: the requester's ring of outstanding WQEs
+// appears with the first RC/UC send, the saved atomic results with the
+// first atomic. Under MthcaConfig::max_model_bytes, a QP beyond the cap
+// cannot be created (EXCEED_LIM) and a send that needs a new ring fails
+// with a local QP operation error.
+TEST_F(QpEngine, ModelMemoryIsLazyAndCapped)
+{
+    Core& core = a.core();
+    uint64_t b0 = core.model_bytes();
+    connect(QpService::Rc);
+    uint64_t per_qp = core.model_bytes() - b0;
+    EXPECT_LT(per_qp, 2048u);  // not ~6 KiB as with the rings inline
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 64, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    uint64_t b1 = core.model_bytes();
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_GE(core.model_bytes() - b1, kMaxOutstanding * sizeof(SendEntry));
+
+    // Room for two more QPs' contexts, not for a send ring.
+    core.set_model_memory_cap(core.model_bytes() + 2 * per_qp + per_qp / 2);
+    TQp q2 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    TQp q3 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    TQp q4 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    QpParams p;
+    p.dlid = 1;
+    p.remote_qpn = q3.qpn;
+    a.to_rts(q2, p);
+    p.remote_qpn = q2.qpn;
+    a.to_rts(q3, p);
+    EXPECT_EQ(a.modify(q4, op::kRst2Init, QpState::Init, p, 1u << 4 | 1u << 11 | 7u << 1), Status::ExceedLim);
+    uint64_t b2 = core.model_bytes();
+    uint32_t w = a.post_send(q2, wr);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kLocalQpOp);
+    EXPECT_EQ(c.wqe, w);
+    EXPECT_EQ(core.model_bytes(), b2);  // nothing was charged
+    // The first connection, whose ring exists, still works.
+    a.drain(acq);
+    a.post_send(qa, wr);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    // Destroying a QP gives its bytes back: q4 fits now.
+    uint64_t before = core.model_bytes();
+    EXPECT_EQ(a.modify(q2, op::kErr2Rst, QpState::Rst, p, 0), Status::Ok);
+    EXPECT_LT(core.model_bytes(), before);
+    EXPECT_EQ(a.modify(q4, op::kRst2Init, QpState::Init, p, 1u << 4 | 1u << 11 | 7u << 1), Status::Ok);
+}
+
 TEST_F(QpEngine, RcLocalProtectionError)
 {
     connect(QpService::Rc);

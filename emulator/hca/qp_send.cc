@@ -630,6 +630,11 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         npkts = w.len ? uint32_t((w.len + mtu - 1) / mtu) : 1;  // w.len <= 2^31: no wrap
     }
     QpRun& r = q.r;
+    if (r.out.empty()) {
+        if (!lazy_alloc(kMaxOutstanding * sizeof(SendEntry)))
+            return cqe::kLocalQpOp;
+        r.out.resize(kMaxOutstanding);
+    }
     SendEntry& e = r.out[r.out_head % kMaxOutstanding];
     e = SendEntry{};
     e.wqe = w.off;
@@ -847,6 +852,10 @@ bool Core::respond(Qp& q, const RespEntry& x)
     // Room for every READ/atomic RRA_MAX allows, an ACK and a NAK.
     size_t cap = (size_t(1) << q.a.rra_max) + 2;
     if (r.resp.size() < cap) {
+        if (!lazy_alloc((cap - r.resp.capacity()) * sizeof(RespEntry))) {
+            ++db_.rx_dropped;
+            return false;
+        }
         std::vector<RespEntry> grown(cap);
         uint32_t n = 0;
         for (uint32_t i = r.resp_tail; i != r.resp_head; ++i)
