@@ -16,6 +16,7 @@ TEST(Commands, PollingModeBasics)
 {
     DriverSim d;
     EXPECT_EQ(d.core().fw_state(), FwState::Off);
+    d.hca().config_write(4, 2, 0x0006);  // pci_set_master before the first command
     ASSERT_EQ(d.cmd(op::kQueryFw, 0, d.out_box()), Status::Ok);
     // mthca_QUERY_FW: subminor sits above minor; the driver swaps them.
     uint64_t raw = get64(d.out(), 0);
@@ -79,6 +80,19 @@ TEST(Lifecycle, BringUpMsixAndTearDown)
     ASSERT_FALSE(::testing::Test::HasFatalFailure());
     EXPECT_EQ(d.core().fw_state(), FwState::Off);
     EXPECT_EQ(d.core().icm().extent_count(), 0u);
+}
+
+// INIT_HCA's log_uars is an 8-bit field: 64 or more must be refused, not
+// shifted by (undefined; on x86 1 << 64 is 1 and the check passed).
+TEST(Lifecycle, InitHcaRefusesHugeLogUars)
+{
+    for (uint8_t v : {uint8_t(12), uint8_t(64), uint8_t(65), uint8_t(255)}) {
+        DriverSim d;
+        d.before_init_hca = [v](std::span<uint8_t> in) { in[0x12a] = v; };
+        d.init_hca_expect = Status::BadParam;
+        d.bring_up();
+        EXPECT_NE(d.core().fw_state(), FwState::HcaUp) << unsigned(v);
+    }
 }
 
 TEST(Lifecycle, IntxModeAssertsAndClears)

@@ -302,7 +302,8 @@ struct QpAttr {
     uint8_t pkey_index = 0;
     uint8_t retry_cnt = 7, rnr_retry = 7, ackto = 0, min_rnr_timer = 0;
     uint8_t sra_max = 0;  // log2 of the RDMA READs/atomics the requester keeps in flight
-    uint8_t rra_max = 0;  // log2 of those the responder accepts (not enforced)
+    uint8_t rra_max = 0;  // log2 of those the responder accepts (RRA_MAX)
+    uint8_t msg_max = 31;  // log2 of the longest message (mtu_msgmax)
     bool rre = false, rwe = false, rae = false;
     bool sig_all = false;
     uint32_t sq_psn = 0, rq_psn = 0;
@@ -324,6 +325,26 @@ struct SendEntry {
     uint32_t first_psn = 0, last_psn = 0;
     uint32_t len = 0;       // message length
     uint32_t got = 0;       // READ: response bytes placed so far
+    uint32_t sent = 0;      // request packets transmitted so far
+};
+
+// One response the RC responder owes, in the order it owes them: READ
+// responses are sent a slice at a time (from poll() once a call's budget is
+// spent), and the ACKs, atomic ACKs and NAKs behind one wait for it.
+struct RespEntry {
+    enum Kind : uint8_t { Read, Atomic, Ack, Nak };
+    Kind kind = Ack;
+    uint8_t port = 1;
+    uint8_t syndrome = 0;   // Ack/Nak: the AETH syndrome
+    uint32_t psn = 0;       // first PSN of the response
+    uint32_t msn = 0;       // MSN to report in the AETH
+    // Read: the region, where the response stands, how far it has got.
+    uint64_t va = 0;
+    uint32_t rkey = 0, len = 0;
+    uint32_t npkts = 0, sent = 0;
+    const Mpt* mr = nullptr;
+    uint64_t mr_gen = 0;
+    uint64_t orig = 0;      // Atomic: the value before the operation
 };
 
 inline constexpr unsigned kMaxOutstanding = 128;  // per QP, power of two
@@ -336,9 +357,17 @@ struct QpRun {
     uint8_t sq_next_op = 0, sq_next_size = 0;
     bool sq_have_next = false;
     uint32_t npsn = 0;  // next PSN the requester sends
-    // Requester: started WQEs, oldest first (ring of kMaxOutstanding).
-    std::array<SendEntry, kMaxOutstanding> out{};
+    // Requester: started WQEs, oldest first (ring of kMaxOutstanding,
+    // allocated at the QP's first RC/UC send; indexed only while non-empty).
+    std::vector<SendEntry> out;
     uint32_t out_head = 0, out_tail = 0;
+    // The next started WQE with request packets still to send; the budget
+    // of packets the current sq_progress call may still send; tx_gen
+    // changes when a retransmission restarts the sending.
+    uint32_t tx_idx = 0;
+    uint32_t budget = 0;
+    uint32_t tx_gen = 0;
+    bool sq_resume = false;  // budget spent: poll() goes on
     uint64_t deadline = UINT64_MAX;  // ACK timeout / RNR wait expiry
     bool rnr_wait = false;
     unsigned retries = 0, rnr_retries = 0;
@@ -366,8 +395,15 @@ struct QpRun {
         uint32_t psn = 0xffffffff;  // none
         uint64_t orig = 0;
     };
-    std::array<AtomicResult, kMaxOutstanding> atomics{};
+    std::vector<AtomicResult> atomics;  // kMaxOutstanding, at the first atomic
+    // Responses owed, oldest first (a ring; sized at first use from RRA_MAX).
+    std::vector<RespEntry> resp;
+    uint32_t resp_head = 0, resp_tail = 0;
+    bool resp_resume = false;  // budget spent: poll() goes on
+    bool resp_nak = false;     // a NAK is queued: later requests are dropped
+    bool resp_busy = false;    // resp_progress re-entry guard
     bool drained_event = false;  // SQD: raise SQ_DRAINED once drained
+    bool comm_est = false;       // COMM_EST raised (first packet in RTR)
     bool sq_busy = false, sq_again = false;  // sq_progress re-entry guard
     bool err_flushed = false;
 };

@@ -97,11 +97,11 @@ const Core::CommandDesc* Core::find_command(uint16_t opcode)
 
 Core::Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const ConfigSpace& cfgspace)
     : cfg_(cfg),
-      mem_(mem),
+      mem_(mem, cfgspace, cfg_.name),
       irq_(irq),
       cfgspace_(cfgspace),
       num_ports_(cfg.num_ports == 2 ? 2 : 1),
-      icm_(mem)
+      icm_(mem_)
 {
     if (cfg.num_ports != 1 && cfg.num_ports != 2)
         IBEMU_ERROR(cfg_.name, "num_ports %u unsupported, using 1", cfg.num_ports);
@@ -112,6 +112,46 @@ Core::Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const C
     node_.vendor_id = 0x0002c9;  // Mellanox OUI
     node_.description = "ibemu " + cfg.name + " MT25208 HCA";
     power_on();
+}
+
+bool BusMasterGate::allowed(uint64_t gpa, size_t len)
+{
+    if (cfg_.bus_master()) {
+        warned_ = false;
+        return true;
+    }
+    ++refused_;
+    if (!warned_) {
+        warned_ = true;
+        IBEMU_GUEST_ERROR(name_, "DMA to 0x%llx (+%zu) while Bus Master Enable is clear: refused (and every other "
+                          "until it is set)", (unsigned long long)gpa, len);
+    }
+    return false;
+}
+
+uint64_t Core::model_bytes() const
+{
+    constexpr uint64_t kNode = 48;  // what a std::map node adds, roughly
+    return qps_.size() * (sizeof(Qp) + kNode) + cqs_.size() * (sizeof(Cq) + kNode) +
+           srqs_.size() * (sizeof(Srq) + kNode) + mpts_.size() * (sizeof(Mpt) + kNode) + lazy_bytes_;
+}
+
+uint64_t Core::qp_lazy_bytes(const Qp& q)
+{
+    return q.r.out.capacity() * sizeof(SendEntry) + q.r.atomics.capacity() * sizeof(QpRun::AtomicResult) +
+           q.r.resp.capacity() * sizeof(RespEntry);
+}
+
+bool Core::lazy_alloc(uint64_t bytes)
+{
+    if (!room_for(bytes)) {
+        IBEMU_GUEST_ERROR(cfg_.name, "QP state of %llu bytes refused: the model already holds %llu of its %llu",
+                          (unsigned long long)bytes, (unsigned long long)model_bytes(),
+                          (unsigned long long)cfg_.max_model_bytes);
+        return false;
+    }
+    lazy_bytes_ += bytes;
+    return true;
 }
 
 void Core::power_on()
@@ -130,6 +170,7 @@ void Core::power_on()
     srqs_.clear();
     mpts_.clear();
     qps_.clear();
+    lazy_bytes_ = 0;
     ++obj_gen_;
     ++tpt_gen_;
     special_base_.fill(0);

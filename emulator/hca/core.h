@@ -107,7 +107,51 @@ struct Cmd {
 struct DoorbellStats {
     uint64_t send = 0, recv = 0, cq_arm = 0, cq_other = 0, bogus = 0;
     uint64_t tx_packets = 0, rx_packets = 0, rx_dropped = 0, cqes = 0;
+    // RC/UC packets dropped because their source (port, SLID, SGID) is not
+    // the QP's primary path (also in rx_dropped).
+    uint64_t rx_bad_source = 0;
+    // Send doorbells and CQ arms rung through a UAR page other than the
+    // QP's usr_page / the CQ's UAR: ignored.
+    uint64_t wrong_uar = 0;
     uint32_t last_hi = 0, last_lo = 0;
+};
+
+// The device's view of guest memory: every DMA (mailboxes, ICM, WQEs,
+// CQEs, EQEs, payload) goes through here, and none passes while the
+// driver keeps Bus Master Enable clear in the PCI command register (before
+// pci_set_master, after pci_clear_master, or in a kdump/kexec kernel that
+// finds the old HCA still running), as the bus refuses the device's
+// requests then.
+class BusMasterGate final : public GuestMemory {
+public:
+    BusMasterGate(GuestMemory& mem, const ConfigSpace& cfg, const std::string& name)
+        : mem_(mem), cfg_(cfg), name_(name)
+    {
+    }
+    bool read(uint64_t gpa, void* dst, size_t len) override
+    {
+        return allowed(gpa, len) && mem_.read(gpa, dst, len);
+    }
+    bool write(uint64_t gpa, const void* src, size_t len) override
+    {
+        return allowed(gpa, len) && mem_.write(gpa, src, len);
+    }
+    uint8_t* map_range(uint64_t gpa, size_t len) override
+    {
+        // A refused mapping makes the caller fall back on read/write,
+        // which refuse (and count) it.
+        return cfg_.bus_master() ? mem_.map_range(gpa, len) : nullptr;
+    }
+    uint64_t refused() const { return refused_; }
+
+private:
+    bool allowed(uint64_t gpa, size_t len);
+
+    GuestMemory& mem_;
+    const ConfigSpace& cfg_;
+    const std::string& name_;
+    uint64_t refused_ = 0;
+    bool warned_ = false;  // logged since BME was last seen set
 };
 
 class Core {
@@ -179,6 +223,12 @@ public:
     uint64_t intx_cause() const { return intx_cause_; }
     bool intx_level() const { return intx_level_; }
     const DoorbellStats& doorbells() const { return db_; }
+    // Host memory the model spends on this guest's objects, as counted
+    // against MthcaConfig::max_model_bytes (set_model_memory_cap: tests).
+    uint64_t model_bytes() const;
+    void set_model_memory_cap(uint64_t bytes) { cfg_.max_model_bytes = bytes; }
+    // DMA accesses refused while Bus Master Enable was clear.
+    uint64_t dma_refused() const { return mem_.refused(); }
     uint64_t commands_executed() const { return commands_; }
     // Translate (lkey, va) to guest-physical through MPT/MTT; used for EQ
     // and CQ buffers and later the data path.
@@ -195,6 +245,10 @@ private:
         const Mpt* mr;
     };
     static constexpr unsigned kMaxSge = 64;
+    // Packets one call of the SQ engine, or of a READ response, may send
+    // before it leaves the rest to poll(): bounds the work of one MMIO
+    // write or one received packet (about 1 MiB at a 4 KiB MTU).
+    static constexpr uint32_t kSqBudget = 256;
     struct WqeView;  // a fetched and parsed send WQE
     struct RxCtx;    // a parsed received packet
     struct Gather;   // builds a packet's payload list
@@ -202,6 +256,14 @@ private:
     Qp* qp_lookup(uint32_t qpn);
     Cq* cq_lookup(uint32_t cqn);
     Srq* srq_lookup(uint32_t srqn);
+    // A doorbell for a queue that `owner` (its context's UAR) owns arrived
+    // through page `uar`; false (counted, logged once) if they differ.
+    bool uar_owns(uint32_t uar, uint32_t owner, const char* what, uint32_t num);
+    // Room for `bytes` more under the model memory cap; lazy_alloc also
+    // counts them (the per-QP state allocated at first use).
+    bool room_for(uint64_t bytes) const { return model_bytes() + bytes <= cfg_.max_model_bytes; }
+    bool lazy_alloc(uint64_t bytes);
+    static uint64_t qp_lazy_bytes(const Qp& q);
     uint64_t uarc_record(uint32_t uar, uint32_t index) const;
     bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
     // MPT checks for a data access.
@@ -263,22 +325,30 @@ private:
     Packet& tx_packet();
     void send_doorbell(Qp& q, uint32_t hi, uint32_t lo);
     void sq_progress(Qp& q);
+    void sq_pump(Qp& q, const WqeView* fresh);
     bool sq_fetch(Qp& q, uint32_t wqe, uint8_t size, WqeView& w);
     bool parse_segments(WqeView& w, uint8_t service, bool special, unsigned* seg_start);
     uint8_t parse_gather(Qp& q, WqeView& w, unsigned seg_start, bool mlx);
     bool gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, unsigned first_sge);
     uint8_t sq_execute(Qp& q, WqeView& w);  // 0 or a CQE syndrome
-    void emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t from_psn, uint32_t npkts);
+    bool emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts);
     void rc_retransmit(Qp& q);
     void arm_timer(Qp& q, uint64_t when);
-    void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn);
-    void send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, uint32_t len, uint32_t psn);
-    void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig);
+    void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
+    void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
+    // The RC responder's owed responses (qp_send.cc).
+    bool respond(Qp& q, const RespEntry& x);
+    void resp_progress(Qp& q);
+    uint32_t resp_rd_atomic(const QpRun& r) const;
+    // Send NAK `code` for `psn`; the class C codes take the QP to ERR with
+    // their affiliated asynchronous event (qp_engine.cc).
+    void responder_nak(Qp& q, unsigned port, uint8_t code, uint32_t psn, uint32_t msn);
 
     // Receive side (qp_engine.cc). loopback: sent by this port to itself.
     void rx_packet(unsigned port, const Packet& p, bool loopback);
     void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
     void rx_ud(unsigned port, RxCtx& rx, Qp& q);
+    bool from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const;
     void rx_rc_request(unsigned port, RxCtx& rx, Qp& q);
     void rx_uc(unsigned port, RxCtx& rx, Qp& q);
     void rx_rc_response(unsigned port, RxCtx& rx, Qp& q);
@@ -313,6 +383,9 @@ private:
     uint32_t last_qpn_ = 0;
     Qp* last_qp_ = nullptr;
     uint64_t last_qp_gen_ = 0;
+    // The current time: one read of cfg_.clock, never earlier than the last
+    // poll(). Every timer is armed from it.
+    uint64_t now();
     uint64_t now_ = 0;
     uint64_t next_deadline_ = UINT64_MAX;
     unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing
@@ -404,7 +477,8 @@ private:
     void complete_event(const Cmd& c, Status s);
 
     MthcaConfig cfg_;
-    GuestMemory& mem_;
+    BusMasterGate mem_;
+    uint64_t lazy_bytes_ = 0;  // sum of qp_lazy_bytes over qps_
     InterruptSink& irq_;
     const ConfigSpace& cfgspace_;
     unsigned num_ports_;

@@ -13,6 +13,7 @@
 // driver programs 128 + vector; otherwise it programs the INTA pin
 // number from QUERY_ADAPTER, which becomes a bit in the 64-bit interrupt
 // cause register that CLR_INT clears (mthca_arbel_interrupt()).
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.h"
@@ -211,6 +212,25 @@ void Core::set_port_state(unsigned port, PortState s)
     }
 }
 
+// Each UAR page belongs to one user context (or the driver), and the QP
+// and CQ contexts name the page of their owner (usr_page; the CQ's UAR):
+// the HCA takes a doorbell for a queue only through that page, which is
+// what keeps one process from ringing, arming or replaying another's
+// queues. Mem-free doorbell records are already per UAR (read from the
+// owner's UAR context page), so they need no check here.
+bool Core::uar_owns(uint32_t uar, uint32_t owner, const char* what, uint32_t num)
+{
+    if (uar == owner)
+        return true;
+    // A user process can do this at will: log the first one only.
+    if (db_.wrong_uar++ == 0)
+        IBEMU_GUEST_ERROR(cfg_.name, "doorbell for %s 0x%x through UAR %u, but it belongs to UAR %u: ignored", what,
+                          num, uar, owner);
+    else
+        IBEMU_DEBUG(cfg_.name, "doorbell for %s 0x%x through UAR %u, not its UAR %u: ignored", what, num, uar, owner);
+    return false;
+}
+
 void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
 {
     db_.last_hi = hi;
@@ -220,7 +240,7 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
         IBEMU_DEBUG(cfg_.name, "doorbell on UAR %u +0x%x after a catastrophic error: ignored", uar, offset);
         return;
     }
-    if (state_ != FwState::HcaUp || uar >= (1u << layout_.log_uars)) {
+    if (state_ != FwState::HcaUp || uint64_t(uar) >= (uint64_t(1) << std::min(layout_.log_uars, 32u))) {
         ++db_.bogus;
         IBEMU_GUEST_ERROR(cfg_.name, "doorbell on UAR %u +0x%x (%08x %08x) while no such UAR is active", uar, offset,
                           hi, lo);
@@ -237,6 +257,8 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
             return;
         }
         Cq& q = it->second;
+        if (!uar_owns(uar, q.uar, "CQ", cqn))
+            return;
         if (cmd == kCqDbReqNot || cmd == kCqDbReqNotMult) {
             q.arm = CqArm::NextCompletion;
         } else if (cmd == kCqDbReqNotSol) {
@@ -265,6 +287,8 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
             IBEMU_GUEST_ERROR(cfg_.name, "send doorbell for QP 0x%x, which is in RESET", qpn);
             return;
         }
+        if (!uar_owns(uar, it->second.a.usr_page, "QP", qpn))
+            return;
         ++it->second.send_doorbells;
         send_doorbell(it->second, hi, lo);
         return;

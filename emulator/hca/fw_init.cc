@@ -422,7 +422,8 @@ Status Core::cmd_init_hca(Cmd& c)
                     l.log_mc_entry, l.mc_hash_size, l.log_mc_table);
     if (l.uar_page_shift != 0)
         return fail(c, Status::BadParam, "UAR page size code %u (only 4 KiB pages)", l.uar_page_shift);
-    if ((1ull << l.log_uars) > num_uars() || l.log_uarc_pages > 8)
+    // log_uars is an 8-bit field: test its range before shifting by it.
+    if (l.log_uars >= 32 || (1ull << l.log_uars) > num_uars() || l.log_uarc_pages > 8)
         return fail(c, Status::BadParam, "UAR log %u / UAR context log %u", l.log_uars, l.log_uarc_pages);
     // Every table must lie inside the ICM space.
     const struct {
@@ -462,6 +463,7 @@ Status Core::cmd_close_hca(Cmd& c)
     srqs_.clear();
     mpts_.clear();
     qps_.clear();
+    lazy_bytes_ = 0;
     ++obj_gen_;
     ++tpt_gen_;
     special_base_.fill(0);
@@ -591,7 +593,7 @@ Status Core::cmd_mad_ifc(Cmd& c)
     MadIfcInfo info;
     info.check_mkey = !(c.op_mod & kMadIfcIgnoreMkey);
     info.slid = uint16_t(c.in_mod >> 16);
-    info.now_ns = now_;
+    info.now_ns = now();
     MadEffects fx;
     Status s = sma_.process(node_, ports, port, std::span<const uint8_t>(in.data(), mad::kSize), out, &c.note, info,
                             &fx);

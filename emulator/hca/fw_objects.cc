@@ -160,8 +160,9 @@ Status Core::cmd_sw2hw_cq(Cmd& c)
         return fail(c, Status::BadParam, "CQ number 0x%x", c.in_mod);
     if (cqs_.count(idx))
         return fail(c, Status::BadResState, "CQ 0x%x already owned by HW", cqn);
-    if (cqs_.size() >= kMaxObjectsPerTable)
-        return fail(c, Status::ExceedLim, "too many CQs");
+    if (cqs_.size() >= kMaxObjectsPerTable || !room_for(sizeof(Cq)))
+        return fail(c, Status::ExceedLim, "too many CQs (%zu, %llu bytes)", cqs_.size(),
+                    (unsigned long long)model_bytes());
     if (!context_mapped(layout_.cqc_base, idx, kCqcEntrySize))
         return fail(c, Status::BadResource, "CQ 0x%x context ICM not mapped", cqn);
     std::array<uint8_t, cqc::kSize> in{};
@@ -256,8 +257,9 @@ Status Core::cmd_sw2hw_srq(Cmd& c)
         return fail(c, Status::BadParam, "SRQ number 0x%x", srqn);
     if (srqs_.count(idx))
         return fail(c, Status::BadResState, "SRQ 0x%x already owned by HW", srqn);
-    if (srqs_.size() >= kMaxObjectsPerTable)
-        return fail(c, Status::ExceedLim, "too many SRQs");
+    if (srqs_.size() >= kMaxObjectsPerTable || !room_for(sizeof(Srq)))
+        return fail(c, Status::ExceedLim, "too many SRQs (%zu, %llu bytes)", srqs_.size(),
+                    (unsigned long long)model_bytes());
     if (!context_mapped(layout_.srqc_base, idx, kSrqcEntrySize))
         return fail(c, Status::BadResource, "SRQ 0x%x context ICM not mapped", srqn);
     Srq s;
@@ -320,8 +322,9 @@ Status Core::cmd_sw2hw_mpt(Cmd& c)
         return fail(c, Status::BadIndex, "MPT %u beyond table (2^%u)", idx, layout_.log_mpts);
     if (mpts_.count(idx))
         return fail(c, Status::BadResState, "MPT %u already owned by HW", idx);
-    if (mpts_.size() >= kMaxObjectsPerTable)
-        return fail(c, Status::ExceedLim, "too many MPTs");
+    if (mpts_.size() >= kMaxObjectsPerTable || !room_for(sizeof(Mpt)))
+        return fail(c, Status::ExceedLim, "too many MPTs (%zu, %llu bytes)", mpts_.size(),
+                    (unsigned long long)model_bytes());
     if (!context_mapped(layout_.mpt_base, idx, kMptEntrySize))
         return fail(c, Status::BadResource, "MPT %u ICM not mapped", idx);
     Mpt m;

@@ -199,8 +199,10 @@ Status Core::cmd_modify_qp(Cmd& c)
             if (!write_box(c, c.out_param, out))
                 return Status::InternalErr;
         }
-        if (it != qps_.end())
+        if (it != qps_.end()) {
+            lazy_bytes_ -= qp_lazy_bytes(it->second);
             qps_.erase(it);
+        }
         ++obj_gen_;
         char buf[64];
         snprintf(buf, sizeof buf, "QP 0x%x %s->RST", qpn, qp_state_name(cur));
@@ -215,8 +217,9 @@ Status Core::cmd_modify_qp(Cmd& c)
 
     if (cur == QpState::Rst) {
         // First transition: the QP gets its slot and context.
-        if (qps_.size() >= kMaxObjectsPerTable)
-            return fail(c, Status::ExceedLim, "too many QPs");
+        if (qps_.size() >= kMaxObjectsPerTable || !room_for(sizeof(Qp)))
+            return fail(c, Status::ExceedLim, "too many QPs (%zu, %llu bytes)", qps_.size(),
+                        (unsigned long long)model_bytes());
         if (!context_mapped(layout_.qpc_base, idx, kQpcEntrySize))
             return fail(c, Status::BadResource, "QP 0x%x context ICM not mapped", qpn);
         if (t->opcode == op::k2Err) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "fabric/clock.h"
 #include "fabric/packet.h"
 #include "hca/pci_function.h"
 
@@ -17,6 +18,15 @@ struct MthcaConfig {
     std::string name = "mthca";     // used in log lines
     uint64_t node_guid = 0x0002c90300000001ull;
     unsigned num_ports = 1;         // 1 or 2
+    // The emulator's time (the same clock poll() is given). The model reads
+    // it wherever it arms a timer, so a deadline never starts from the time
+    // of the last poll(). Null (tests only): time is what poll() last said.
+    // Not owned; must outlive the model.
+    const fabric::Clock* clock = nullptr;
+    // The most host memory the model may spend on one guest's objects (QPs
+    // with their run-time state, CQs, SRQs, MPTs): creating one beyond it
+    // fails with EXCEED_LIM, a send or atomic that needs new state fails.
+    uint64_t max_model_bytes = uint64_t(256) << 20;
 };
 
 // The HCA's IB ports as the fabric sees them. Every PciFunction that

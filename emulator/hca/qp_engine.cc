@@ -311,6 +311,7 @@ void Core::apply_qp_context(Qp& q, uint16_t opcode)
     a.retry_cnt = u8(qpc::kRetryCount);
     a.sra_max = u8(qpc::kSraMax);  // fls(max_rd_atomic - 1)
     a.rra_max = u8(qpc::kRraMax);
+    a.msg_max = u8(qpc::kMsgMax);
     a.sq_psn = uint32_t(g(qpc::kSqPsn));
     a.cqn_snd = uint32_t(g(qpc::kCqnSnd));
     a.send_wqe_offset = uint32_t(g(qpc::kSndWqeBase));
@@ -347,7 +348,7 @@ void Core::qp_state_changed(Qp& q, QpState from)
     }
     if (q.state == QpState::Err && from != QpState::Err) {
         ++err_qps_;
-        next_deadline_ = std::min(next_deadline_, now_ + kErrPollNs);
+        next_deadline_ = std::min(next_deadline_, now() + kErrPollNs);
         qp_flush(q);
         // An SRQ-attached QP reports that no more WQEs will be consumed.
         if (q.a.srq)
@@ -399,6 +400,8 @@ void Core::sq_flush(Qp& q)
     QpRun& r = q.r;
     r.deadline = UINT64_MAX;
     r.rnr_wait = false;
+    ++r.tx_gen;  // a message being sent stops
+    r.sq_resume = false;
     // Started send WQEs, oldest first.
     while (r.out_head != r.out_tail) {
         SendEntry& e = r.out[r.out_tail % kMaxOutstanding];
@@ -473,9 +476,18 @@ void Core::set_port_lid(unsigned port, uint16_t lid, uint8_t lmc)
     ports_[port - 1].lmc = lmc & 7;
 }
 
+uint64_t Core::now()
+{
+    uint64_t t = cfg_.clock ? cfg_.clock->now_ns() : 0;
+    if (t > now_)
+        now_ = t;
+    return now_;
+}
+
 uint64_t Core::poll(uint64_t now_ns)
 {
-    now_ = now_ns;
+    if (now_ns > now_)
+        now_ = now_ns;
     if (state_ != FwState::HcaUp || catas())
         return UINT64_MAX;
     if (now_ns < next_deadline_)
@@ -490,6 +502,17 @@ uint64_t Core::poll(uint64_t now_ns)
             continue;
         }
         QpRun& r = q.r;
+        // Work a call's budget left over.
+        if (r.sq_resume)
+            sq_progress(q);
+        if (r.resp_resume)
+            resp_progress(q);
+        if (q.state == QpState::Err) {
+            ++errs;
+            continue;
+        }
+        if (r.sq_resume || r.resp_resume)
+            next = std::min(next, now_ns);
         if (r.deadline <= now_ns) {
             r.deadline = UINT64_MAX;
             if (r.rnr_wait) {
@@ -664,6 +687,19 @@ bool Core::place(const Mpt& m, uint64_t va, const Packet& p, uint32_t poff, uint
     });
 }
 
+// The source of an RC/UC packet is the QP's primary path: the QP's port,
+// SLID = the remote LID the QP sends to (its path bits included), and, when
+// either the path or the packet has a GRH, both have one and the SGID is the
+// path's remote GID. (No alternate path is ever loaded: APM is a seam.)
+bool Core::from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const
+{
+    if (port != (q.port ? q.port : 1u) || rx.slid != q.a.rlid)
+        return false;
+    if (bool(rx.grh) != q.a.grh)
+        return false;
+    return !rx.grh || std::memcmp(rx.grh + 8, q.a.rgid.data(), 16) == 0;
+}
+
 void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
 {
     Port& pt = ports_[port - 1];
@@ -682,6 +718,25 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
     }
     uint8_t tr = rx.opcode >> 5;
     uint8_t st = q.service == uint8_t(QpService::Mlx) ? uint8_t(QpService::Ud) : q.service;
+    if ((tr == iba::kTrRc || tr == iba::kTrUc) && st == tr && !from_primary_path(port, rx, q)) {
+        // A connected QP takes packets only from its peer (IBA vol 1 9.6,
+        // transport header validation): requests, responses and ACKs from
+        // any other port, LID or GID are dropped without a reply, so a third
+        // node that knows the QPN, a PSN and an R_Key can neither write
+        // memory, complete the requester's WQEs, nor probe PSNs.
+        ++db_.rx_dropped;
+        ++db_.rx_bad_source;
+        IBEMU_DEBUG(cfg_.name, "port %u: QP 0x%x: packet from SLID 0x%04x%s is not from its path (port %u LID 0x%04x)",
+                    port, q.qpn, rx.slid, rx.grh ? " (with GRH)" : "", q.port ? q.port : 1, q.a.rlid);
+        return;
+    }
+    // The first packet a connected QP receives while in RTR tells its
+    // consumer the connection works (the CM's RTU may have been lost):
+    // the communication-established event, once per connection.
+    if (q.state == QpState::Rtr && (tr == iba::kTrRc || tr == iba::kTrUc) && st == tr && !q.r.comm_est) {
+        q.r.comm_est = true;
+        qp_event(ev::kCommEst, q.qpn);
+    }
     if (tr == iba::kTrUd && st == uint8_t(QpService::Ud))
         return rx_ud(port, rx, q);
     if (tr == iba::kTrRc && st == uint8_t(QpService::Rc)) {
@@ -945,51 +1000,112 @@ void Core::rx_ud(unsigned port, RxCtx& rx, Qp& q)
 
 // ---- RC responder -----------------------------------------------------------
 
+void Core::responder_nak(Qp& q, unsigned port, uint8_t code, uint32_t psn, uint32_t msn)
+{
+    send_ack(port, q, uint8_t(iba::kAethNak | code), psn, msn);
+    // Class C responder errors (IBA 9.9.3.1.3): the QP goes to ERR with an
+    // affiliated asynchronous error.
+    if (code == iba::kNakRemoteAccess)
+        qp_to_error(q, 0, false, ev::kWqAccess);
+    else if (code == iba::kNakInvalidReq)
+        qp_to_error(q, 0, false, ev::kWqInvalReq);
+    else if (code == iba::kNakRemoteOp)
+        qp_to_error(q, 0, false, 0);
+}
+
 void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
 {
     if (q.state != QpState::Rtr && q.state != QpState::Rts && q.state != QpState::Sqd && q.state != QpState::Sqe)
         return;
     QpRun& r = q.r;
+    if (r.resp_nak) {
+        ++db_.rx_dropped;  // a NAK that ends the QP is owed: nothing more is taken
+        return;
+    }
     using namespace iba::opc;
     uint8_t o = rx.opcode & 0x1f;
     int32_t d = iba::psn_diff(rx.psn, r.epsn);
+    auto ack = [&](uint8_t syndrome, uint32_t psn) {
+        RespEntry x;
+        x.kind = RespEntry::Ack;
+        x.port = uint8_t(port);
+        x.syndrome = syndrome;
+        x.psn = psn;
+        x.msn = r.msn;
+        respond(q, x);
+    };
+    // The largest message the QP takes: its msg_max, and never over 2^31.
+    uint64_t msg_max = std::min<uint64_t>(uint64_t(1) << q.a.msg_max, 0x80000000ull);
+    // A READ response owed for [va, va+len) from PSN psn; false if the
+    // region refuses it.
+    auto queue_read = [&](uint64_t va, uint32_t rkey, uint32_t len, uint32_t psn) {
+        const Mpt* mr = nullptr;
+        if (len && (!q.a.rre || mr_check(rkey, q.a.pd, va, len, kMptRemoteRead, &mr) != Tpt::Ok))
+            return false;
+        RespEntry x;
+        x.kind = RespEntry::Read;
+        x.port = uint8_t(port);
+        x.psn = psn;
+        x.msn = r.msn;
+        x.va = va;
+        x.rkey = rkey;
+        x.len = len;
+        x.npkts = len ? uint32_t((uint64_t(len) + q.a.mtu - 1) / q.a.mtu) : 1;
+        x.mr = mr;
+        x.mr_gen = obj_gen_;
+        respond(q, x);
+        return true;
+    };
     if (d > 0) {
         if (!r.nak_sent) {
             r.nak_sent = true;
-            send_ack(port, q, iba::kAethNak | iba::kNakPsnSeq, r.epsn);  // the PSN expected
+            ack(iba::kAethNak | iba::kNakPsnSeq, r.epsn);  // the PSN expected
         }
         return;
     }
-    const Mpt* m = nullptr;
     if (d < 0) {
-        // Duplicate: answer again without executing twice.
+        // Duplicate: answer again without executing twice. The requester
+        // goes back to this PSN, so what is still owed from here on is
+        // forgotten: it will be asked for again.
+        while (r.resp_head != r.resp_tail &&
+               iba::psn_diff(r.resp[(r.resp_head - 1) % r.resp.size()].psn, rx.psn) >= 0)
+            --r.resp_head;
         if (o == kReadReq && rx.ext_len >= iba::kRethLen) {
-            uint64_t va = be64(rx.ext);
             uint32_t len = be32(rx.ext + 12);
-            if (len == 0 || mr_check(be32(rx.ext + 8), q.a.pd, va, len, kMptRemoteRead, &m) == Tpt::Ok)
-                send_read_response(port, q, m, va, len, rx.psn);
+            if (len <= msg_max)
+                queue_read(be64(rx.ext), be32(rx.ext + 8), len, rx.psn);
         } else if (o == kCmpSwap || o == kFetchAdd) {
             // Replayed from the saved result, never executed twice; one too
             // old to be remembered gets no answer.
-            const QpRun::AtomicResult& ar = r.atomics[rx.psn % kMaxOutstanding];
-            if (ar.psn == rx.psn)
-                send_atomic_ack(port, q, rx.psn, ar.orig);
+            const QpRun::AtomicResult* ar = r.atomics.empty() ? nullptr : &r.atomics[rx.psn % kMaxOutstanding];
+            if (ar && ar->psn == rx.psn) {
+                RespEntry x;
+                x.kind = RespEntry::Atomic;
+                x.port = uint8_t(port);
+                x.psn = rx.psn;
+                x.msn = r.msn;
+                x.orig = ar->orig;
+                respond(q, x);
+            }
         } else {
-            send_ack(port, q, iba::kAethAck | iba::kAethCreditsInvalid, (r.epsn - 1) & iba::kPsnMask);
+            ack(iba::kAethAck | iba::kAethCreditsInvalid, (r.epsn - 1) & iba::kPsnMask);
         }
         return;
     }
     r.nak_sent = false;
+    const Mpt* m = nullptr;
     auto nak = [&](uint8_t code) {
         r.in_send = r.in_write = false;
-        send_ack(port, q, iba::kAethNak | code, rx.psn);
-        // Class C responder errors (IBA 9.9.3.1.3): the QP goes to ERR
-        // with an affiliated asynchronous error.
-        if (code == iba::kNakRemoteAccess)
-            qp_to_error(q, 0, false, ev::kWqAccess);
-        else if (code == iba::kNakInvalidReq)
-            qp_to_error(q, 0, false, ev::kWqInvalReq);
+        RespEntry x;
+        x.kind = RespEntry::Nak;
+        x.port = uint8_t(port);
+        x.syndrome = code;
+        x.psn = rx.psn;
+        x.msn = r.msn;
+        if (!respond(q, x))
+            responder_nak(q, port, code, rx.psn, r.msn);
     };
+    auto rnr = [&]() { ack(uint8_t(iba::kAethRnr | q.a.min_rnr_timer), rx.psn); };
     uint32_t mtu = q.a.mtu;
     bool last = false, has_imm = false;
     uint32_t imm = 0;
@@ -1006,14 +1122,13 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             return nak(iba::kNakInvalidReq);
         uint32_t w;
         if (!rq_take(q, &w, false)) {
-            send_ack(port, q, uint8_t(iba::kAethRnr | q.a.min_rnr_timer), rx.psn);
+            rnr();
             return;
         }
         uint8_t syn = 0;
         if (!rq_scatter(q, w, 0, rx, 0, rx.pay_len, nullptr, 0, &syn)) {
             cqe_error(q, false, w, syn, q.a.cqn_rcv);
-            nak(syn == cqe::kLocalLength ? iba::kNakInvalidReq : iba::kNakRemoteOp);
-            qp_to_error(q, syn, false, 0);
+            nak(syn == cqe::kLocalLength ? iba::kNakInvalidReq : iba::kNakRemoteOp);  // the QP goes to ERR
             return;
         }
         if (o == kSendFirst) {
@@ -1039,8 +1154,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         if (!rq_scatter(q, r.rwqe, r.roff, rx, 0, rx.pay_len, nullptr, 0, &syn)) {
             r.in_send = false;
             cqe_error(q, false, r.rwqe, syn, q.a.cqn_rcv);
-            nak(syn == cqe::kLocalLength ? iba::kNakInvalidReq : iba::kNakRemoteOp);
-            qp_to_error(q, syn, false, 0);
+            nak(syn == cqe::kLocalLength ? iba::kNakInvalidReq : iba::kNakRemoteOp);  // the QP goes to ERR
             return;
         }
         r.roff += rx.pay_len;
@@ -1072,12 +1186,14 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         }
         uint32_t w = 0;
         if (has_imm && !rq_take(q, &w, true)) {
-            send_ack(port, q, uint8_t(iba::kAethRnr | q.a.min_rnr_timer), rx.psn);
+            rnr();
             return;
         }
-        if (rx.pay_len) {
-            place(*m, va, *rx.p, 0, rx.pay_len);
-        }
+        // The R_Key and bounds were good; memory the region maps that
+        // cannot be written (an MTT entry not present, a page that is not
+        // RAM) is the responder's own failure: remote operational error.
+        if (rx.pay_len && !place(*m, va, *rx.p, 0, rx.pay_len))
+            return nak(iba::kNakRemoteOp);
         if (o == kWriteFirst) {
             r.in_write = true;
             r.wva = va + rx.pay_len;
@@ -1109,10 +1225,11 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
             return nak(iba::kNakRemoteAccess);
         uint32_t w = 0;
         if (has_imm && !rq_take(q, &w, true)) {
-            send_ack(port, q, uint8_t(iba::kAethRnr | q.a.min_rnr_timer), rx.psn);
+            rnr();
             return;
         }
-        place(*m, r.wva, *rx.p, 0, rx.pay_len);
+        if (!place(*m, r.wva, *rx.p, 0, rx.pay_len))
+            return nak(iba::kNakRemoteOp);
         r.wva += rx.pay_len;
         r.wleft -= rx.pay_len;
         if (o != kWriteMiddle) {
@@ -1131,12 +1248,23 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         uint64_t va = be64(rx.ext);
         uint32_t rkey = be32(rx.ext + 8);
         uint32_t len = be32(rx.ext + 12);
-        if (len && (!q.a.rre || mr_check(rkey, q.a.pd, va, len, kMptRemoteRead, &m) != Tpt::Ok))
-            return nak(iba::kNakRemoteAccess);
-        uint32_t npkts = len ? (len + mtu - 1) / mtu : 1;
+        // Longer than the QP's largest message (msg_max, never over
+        // 2^31), or more READs/atomics owed than its responder resources
+        // (RRA_MAX): an invalid request, a class C error.
+        if (len > msg_max)
+            return nak(iba::kNakInvalidReq);
+        if (resp_rd_atomic(r) >= (1u << q.a.rra_max))
+            return nak(iba::kNakInvalidReq);
+        uint32_t psn = rx.psn;
+        uint32_t npkts = len ? uint32_t((uint64_t(len) + mtu - 1) / mtu) : 1;
         r.epsn = (r.epsn + npkts) & iba::kPsnMask;
         r.msn = (r.msn + 1) & iba::kPsnMask;
-        send_read_response(port, q, m, va, len, rx.psn);
+        if (!queue_read(va, rkey, len, psn)) {
+            // Undo: the request is refused, not executed.
+            r.epsn = psn;
+            r.msn = (r.msn - 1) & iba::kPsnMask;
+            return nak(iba::kNakRemoteAccess);
+        }
         return;
     }
     case kCmpSwap:
@@ -1149,8 +1277,15 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         uint64_t cmp = be64(rx.ext + 20);
         if (va & 7)
             return nak(iba::kNakInvalidReq);
+        if (resp_rd_atomic(r) >= (1u << q.a.rra_max))
+            return nak(iba::kNakInvalidReq);
         if (!q.a.rae || mr_check(rkey, q.a.pd, va, 8, kMptAtomic, &m) != Tpt::Ok)
             return nak(iba::kNakRemoteAccess);
+        if (r.atomics.empty()) {
+            if (!lazy_alloc(kMaxOutstanding * sizeof(QpRun::AtomicResult)))
+                return nak(iba::kNakRemoteOp);  // the responder's own failure
+            r.atomics.resize(kMaxOutstanding);
+        }
         uint8_t b[8];
         if (!mr_read(*m, va, b, 8))
             return nak(iba::kNakRemoteOp);
@@ -1162,7 +1297,13 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
         r.atomics[rx.psn % kMaxOutstanding] = {rx.psn, orig};
         r.epsn = (r.epsn + 1) & iba::kPsnMask;
         r.msn = (r.msn + 1) & iba::kPsnMask;
-        send_atomic_ack(port, q, rx.psn, orig);
+        RespEntry x;
+        x.kind = RespEntry::Atomic;
+        x.port = uint8_t(port);
+        x.psn = rx.psn;
+        x.msn = r.msn;
+        x.orig = orig;
+        respond(q, x);
         return;
     }
     default:
@@ -1172,7 +1313,7 @@ void Core::rx_rc_request(unsigned port, RxCtx& rx, Qp& q)
     if (last)
         r.msn = (r.msn + 1) & iba::kPsnMask;
     if (last || rx.ackreq)
-        send_ack(port, q, iba::kAethAck | iba::kAethCreditsInvalid, rx.psn);
+        ack(iba::kAethAck | iba::kAethCreditsInvalid, rx.psn);
 }
 
 // ---- UC receive -------------------------------------------------------------
@@ -1274,8 +1415,11 @@ void Core::rx_uc(unsigned port, RxCtx& rx, Qp& q)
             r.in_write = false;
             return;
         }
-        if (rx.pay_len) {
-            place(*m, r.wva, *rx.p, 0, rx.pay_len);
+        if (rx.pay_len && !place(*m, r.wva, *rx.p, 0, rx.pay_len)) {
+            // UC has no NAK: the message is dropped.
+            r.in_write = false;
+            ++db_.rx_dropped;
+            return;
         }
         r.wva += rx.pay_len;
         r.wleft -= rx.pay_len;
@@ -1326,7 +1470,7 @@ void Core::rc_ack_upto(Qp& q, uint32_t psn, bool data_ok)
         }
     } else if (progress && !r.rnr_wait) {
         if (uint64_t t = ack_timeout_ns(q.a.ackto))
-            arm_timer(q, now_ + t);
+            arm_timer(q, now() + t);
     }
     if (progress && r.sq_pending && q.state == QpState::Rts)
         sq_progress(q);
@@ -1360,7 +1504,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
             if (q.a.rnr_retry != 7)
                 --r.rnr_retries;
             r.rnr_wait = true;
-            arm_timer(q, now_ + iba::rnr_timer_us(syn & 0x1f) * 1000);
+            arm_timer(q, now() + iba::rnr_timer_us(syn & 0x1f) * 1000);
             return;
         }
         case iba::kAethNak: {
@@ -1448,7 +1592,10 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
             qp_to_error(q, cqe::kLocalProt, true, 0);
             return;
         }
-        place(*m, s.addr + skip, *rx.p, done, n);
+        if (!place(*m, s.addr + skip, *rx.p, done, n)) {
+            qp_to_error(q, cqe::kLocalAccess, true, 0);
+            return;
+        }
         done += n;
         skip = 0;
     }
@@ -1456,7 +1603,7 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
     if (lastp)
         rc_ack_upto(q, e.last_psn, true);
     else if (uint64_t t = ack_timeout_ns(q.a.ackto))
-        arm_timer(q, now_ + t);
+        arm_timer(q, now() + t);
 }
 
 }  // namespace ibemu::mthca

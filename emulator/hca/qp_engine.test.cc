@@ -288,6 +288,144 @@ TEST_F(QpEngine, RcRdmaRead)
     EXPECT_EQ(c.byte_cnt, len);
 }
 
+// Top finding 1 of the 2026-11 review: one doorbell (one MMIO write) must
+// not make the model send a whole huge message. A loopback RC WRITE of
+// 8 MiB at a 256-byte MTU (32768 packets) leaves the doorbell after one
+// budget of packets; poll() sends the rest, and the data arrives intact.
+TEST_F(QpEngine, HugeLoopbackWriteIsSentInSlices)
+{
+    QpParams p1, p2;
+    p1.mtu = p2.mtu = 1;  // 256 bytes
+    TQp q1 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    TQp q2 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    p1.dlid = p2.dlid = 1;  // a's own LID: the port loops it back
+    p1.remote_qpn = q2.qpn, p2.remote_qpn = q1.qpn;
+    a.to_rts(q1, p1);
+    a.to_rts(q2, p2);
+    const uint32_t len = 8u << 20;
+    uint64_t sbuf = a.alloc(len), rbuf = a.alloc(len);
+    uint32_t sk = a.reg(sbuf, len), rk = a.reg(rbuf, len);
+    fill(a, sbuf, len, 11);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, len, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    uint64_t tx0 = a.core().doorbells().tx_packets;
+    a.post_send(q1, wr);
+    uint64_t in_doorbell = a.core().doorbells().tx_packets - tx0;
+    EXPECT_GE(in_doorbell, 1u);
+    EXPECT_LE(in_doorbell, 257u);  // one budget (256 packets) and an ACK
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    unsigned polls = 0;
+    uint64_t t = 1000;
+    while (!a.poll(acq, &c) && polls < 1000) {
+        uint64_t before = a.core().doorbells().tx_packets;
+        a.d.hca().poll(t += 1000);
+        EXPECT_LE(a.core().doorbells().tx_packets - before, 257u);
+        ++polls;
+    }
+    EXPECT_GE(polls, 100u);
+    EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+    EXPECT_EQ(c.qpn, q1.qpn);
+    EXPECT_EQ(std::memcmp(a.mem().at(rbuf), a.mem().at(sbuf), len), 0);
+    EXPECT_EQ(a.core().doorbells().tx_packets - tx0, 32768u + 1u);  // every packet once, one ACK
+}
+
+// The same for the responder: a 1 MiB READ (512 response packets) answered
+// to one request packet is sent a budget at a time.
+TEST_F(QpEngine, LongReadResponseIsSentInSlices)
+{
+    connect(QpService::Rc);
+    const uint32_t len = 1u << 20;
+    uint64_t lbuf = a.alloc(len), rbuf = b.alloc(len);
+    uint32_t lk = a.reg(lbuf, len), rk = b.reg(rbuf, len);
+    fill(b, rbuf, len, 23);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{lbuf, len, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);
+    uint64_t b0 = b.core().doorbells().tx_packets;
+    link.pump();
+    EXPECT_EQ(b.core().doorbells().tx_packets - b0, 256u);  // one budget for the one request
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    pump_time(10'000, 1'000);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+    EXPECT_EQ(c.byte_cnt, len);
+    EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
+    EXPECT_EQ(b.core().doorbells().tx_packets - b0, 512u);
+}
+
+// A READ longer than the responder QP's msg_max is an invalid request: NAK,
+// the responder QP goes to ERR with the invalid-request event, and the
+// requester's WQE completes with a remote invalid request error.
+TEST_F(QpEngine, ReadLongerThanMsgMaxIsNaked)
+{
+    QpParams pa, pb;
+    pb.log_msg_max = 12;  // 4 KiB
+    connect(QpService::Rc, pa, pb);
+    uint64_t lbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t lk = a.reg(lbuf, 8192), rk = b.reg(rbuf, 8192);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.sges = {{lbuf, 4096, lk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    a.post_send(qa, wr);  // exactly msg_max: fine
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    wr.sges = {{lbuf, 4097, lk}};
+    a.post_send(qa, wr);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kRemoteInvalReq);
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
+    bool inval = false;
+    for (auto& e : events(b, 1))  // the async EQ
+        inval |= e[1] == ev::kWqInvalReq && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qb.qpn;
+    EXPECT_TRUE(inval);
+}
+
+// RRA_MAX: a responder with one resource (max_dest_rd_atomic 1) still
+// sending one READ response NAKs a second READ as an invalid request. The
+// NAK goes out behind the first response, which completes intact.
+TEST_F(QpEngine, ReadsBeyondResponderResourcesAreNaked)
+{
+    QpParams pa, pb;
+    pa.max_rd_atomic = 4;  // the requester (wrongly) allows more
+    pb.max_dest_rd_atomic = 1;
+    connect(QpService::Rc, pa, pb);
+    const uint32_t len = 1u << 20;
+    uint64_t lbuf = a.alloc(2 * len), rbuf = b.alloc(len);
+    uint32_t lk = a.reg(lbuf, 2 * len), rk = b.reg(rbuf, len);
+    fill(b, rbuf, len, 29);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaRead;
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    wr.sges = {{lbuf, len, lk}};
+    a.post_send(qa, wr);
+    wr.sges = {{lbuf + len, len, lk}};
+    a.post_send(qa, wr);
+    link.pump();
+    pump_time(20'000, 1'000);
+    auto cqes = a.drain(acq);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_FALSE(cqes[0].error) << "syndrome 0x" << std::hex << unsigned(cqes[0].syndrome);
+    EXPECT_EQ(std::memcmp(a.mem().at(lbuf), b.mem().at(rbuf), len), 0);
+    EXPECT_TRUE(cqes[1].error);
+    EXPECT_EQ(cqes[1].syndrome, cqe::kRemoteInvalReq);
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
+}
+
 TEST_F(QpEngine, RcAtomics)
 {
     connect(QpService::Rc);
@@ -398,6 +536,269 @@ TEST_F(QpEngine, RcBadRkeyIsRemoteAccessErrorAndFlushes)
     EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
 }
 
+// Review finding 5: the R_Key and bounds are good but the memory behind the
+// region cannot be written (its MTT entry is not present, or names a page
+// that is not RAM). The responder NAKs with remote operational error and
+// its QP goes to ERR; the requester's WQE completes with that syndrome
+// (mthca's CQE syndrome 0x14, IB_WC_REM_OP_ERR). Nothing is ACKed.
+TEST_F(QpEngine, RcWriteToUnbackedRegionIsRemoteOpError)
+{
+    for (bool absent : {false, true}) {
+        SCOPED_TRACE(absent ? "MTT entry not present" : "page not RAM");
+        connect(QpService::Rc);
+        uint64_t sbuf = a.alloc(4096);
+        uint32_t sk = a.reg(sbuf, 4096);
+        fill(a, sbuf, 4096, 3);
+        uint64_t rbuf = absent ? b.alloc(4096) : 0x40000000;  // beyond the 96 MiB of RAM
+        uint32_t seg = std::max<uint32_t>(b.d.mtt_next_seg, b.d.lim.rsvd_mtts);
+        uint32_t rk = b.reg(rbuf, 4096);
+        if (absent) {
+            std::memset(b.mem().at(rbuf), 0xee, 4096);
+            uint8_t* e = b.d.icm_ptr(b.d.lay.mtt_base + uint64_t(seg) * 64);
+            ASSERT_NE(e, nullptr);
+            std::memset(e, 0, 8);  // present bit clear
+            b.d.cmd(op::kSyncTpt);
+        }
+        Node::SendWr wr;
+        wr.op = wqe::kRdmaWrite;
+        wr.sges = {{sbuf, 100, sk}};
+        wr.raddr = rbuf;
+        wr.rkey = rk;
+        uint32_t w1 = a.post_send(qa, wr);
+        link.pump();
+        TCqe c;
+        ASSERT_TRUE(a.poll(acq, &c));
+        EXPECT_TRUE(c.error);
+        EXPECT_EQ(c.syndrome, cqe::kRemoteOp);
+        EXPECT_EQ(c.wqe, w1);
+        EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Err);
+        EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Err);
+        if (absent) {
+            for (unsigned i = 0; i < 4096; ++i)
+                ASSERT_EQ(b.mem().at(rbuf)[i], 0xee) << i;
+        }
+        a.drain(acq);
+        b.drain(bcq);
+    }
+}
+
+// Review top finding 3: a connected QP takes packets only from the port,
+// LID (and GID) of its primary path. A third node that learnt the QPN, the
+// next PSN and an R_Key forges an RDMA WRITE (here: the genuine packet with
+// its SLID changed to LID 3, or given a GRH with another node's GID); the
+// responder drops it without a reply and counts it, and memory is
+// untouched. The same packet from the real peer's LID is accepted, so
+// nothing but the source made the difference.
+TEST_F(QpEngine, RcForgedWriteFromAnotherSourceIsDropped)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 256, 5);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 256, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    link.capture = true;
+    a.post_send(qa, wr);
+    link.pump();
+    link.capture = false;
+    ASSERT_EQ(a.drain(acq).size(), 1u);
+    ASSERT_FALSE(link.captured.empty());
+    CopiedPacket genuine = link.captured[0];
+    ASSERT_EQ(genuine.opcode(), iba::opc::kWriteOnly);
+    std::memset(b.mem().at(rbuf), 0x11, 4096);
+
+    // The next request the responder expects, with other data.
+    CopiedPacket forged = genuine;
+    forged.hdr[8 + 11] = uint8_t(forged.hdr[8 + 11] + 1);  // PSN + 1 (no wrap here)
+    std::fill(forged.payload.begin(), forged.payload.end(), 0xab);
+    auto inject = [&](const CopiedPacket& c) {
+        Packet v = c.view();
+        uint64_t sent = link.sent;
+        link.ep[1]->receive(v);
+        return link.sent - sent;  // packets the responder sent back
+    };
+    uint64_t bad0 = b.core().doorbells().rx_bad_source;
+
+    CopiedPacket third = forged;
+    third.hdr[6] = 0, third.hdr[7] = 3;  // SLID 3
+    EXPECT_EQ(inject(third), 0u);
+    EXPECT_EQ(b.core().doorbells().rx_bad_source, bad0 + 1);
+
+    // Right SLID, but with a GRH carrying a third node's GID.
+    CopiedPacket global;
+    global.hdr.assign(forged.hdr.begin(), forged.hdr.begin() + 8);
+    global.hdr[1] = uint8_t((global.hdr[1] & ~3) | iba::kLnhIbaGlobal);
+    std::vector<uint8_t> grh(40, 0);
+    grh[0] = 0x60, grh[6] = 0x1b, grh[7] = 1;
+    grh[8] = 0xfe, grh[9] = 0x80, grh[23] = 3;  // fe80::3
+    grh[24] = 0xfe, grh[25] = 0x80;
+    global.hdr.insert(global.hdr.end(), grh.begin(), grh.end());
+    global.hdr.insert(global.hdr.end(), forged.hdr.begin() + 8, forged.hdr.end());
+    global.payload = forged.payload;
+    EXPECT_EQ(inject(global), 0u);
+    EXPECT_EQ(b.core().doorbells().rx_bad_source, bad0 + 2);
+
+    for (unsigned i = 0; i < 4096; ++i)
+        ASSERT_EQ(b.mem().at(rbuf)[i], 0x11) << i;
+    EXPECT_EQ(b.core().find_qp(qb.qpn)->state, QpState::Rts);
+    EXPECT_TRUE(b.drain(bcq).empty());
+
+    // The same request from the peer's own LID is taken (and ACKed).
+    EXPECT_EQ(inject(forged), 1u);
+    EXPECT_EQ(b.mem().at(rbuf)[0], 0xab);
+    EXPECT_EQ(b.core().doorbells().rx_bad_source, bad0 + 2);
+    link.clear();
+}
+
+// A forged ACK (from LID 3) for the requester's outstanding WRITE does not
+// complete it; the real peer's ACK does.
+TEST_F(QpEngine, RcForgedAckDoesNotCompleteTheRequest)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 64, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    link.drop_all = true;  // the request never arrives
+    a.post_send(qa, wr);
+    link.drop_all = false;
+    auto ack_from = [&](uint16_t slid) {
+        CopiedPacket c;
+        c.hdr.assign(8 + 12 + 4, 0);
+        c.hdr[1] = iba::kLnhIbaLocal;
+        c.hdr[3] = 1;  // DLID 1
+        c.hdr[5] = uint8_t(c.hdr.size() / 4 + 1);
+        c.hdr[6] = uint8_t(slid >> 8), c.hdr[7] = uint8_t(slid);
+        uint8_t* bth = c.hdr.data() + 8;
+        bth[0] = iba::opc::kAck;  // RC ACKnowledge
+        bth[2] = 0xff, bth[3] = 0xff;
+        bth[5] = uint8_t(qa.qpn >> 16), bth[6] = uint8_t(qa.qpn >> 8), bth[7] = uint8_t(qa.qpn);
+        bth[9] = 0x00, bth[10] = 0x01, bth[11] = 0x23;  // the WRITE's PSN
+        uint8_t* aeth = bth + 12;
+        aeth[0] = 0x1f;  // ACK, credits invalid
+        aeth[3] = 1;     // MSN 1
+        Packet v = c.view();
+        link.ep[0]->receive(v);
+    };
+    uint64_t bad0 = a.core().doorbells().rx_bad_source;
+    ack_from(3);
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_EQ(a.core().doorbells().rx_bad_source, bad0 + 1);
+    ack_from(2);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(a.core().doorbells().rx_bad_source, bad0 + 1);
+}
+
+// Review 2.2 item 12: while the driver keeps Bus Master Enable clear the
+// HCA reaches no guest memory. An RDMA WRITE arriving then leaves memory
+// untouched (the responder cannot place it: remote operational error) and
+// the refused accesses are counted; with BME set again a new connection
+// writes as before.
+TEST_F(QpEngine, NoDmaWhileBusMasterIsClear)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 4096, 7);
+    std::memset(b.mem().at(rbuf), 0x5a, 4096);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 4096, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+
+    b.d.hca().config_write(4, 2, 0x0002);  // pci_clear_master: memory space only
+    a.post_send(qa, wr);
+    link.pump();
+    for (unsigned i = 0; i < 4096; ++i)
+        ASSERT_EQ(b.mem().at(rbuf)[i], 0x5a) << i;
+    EXPECT_GT(b.core().dma_refused(), 0u);
+    EXPECT_EQ(a.core().dma_refused(), 0u);
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_EQ(c.syndrome, cqe::kRemoteOp);
+
+    b.d.hca().config_write(4, 2, 0x0006);  // pci_set_master
+    uint64_t refused = b.core().dma_refused();
+    a.drain(acq);
+    b.drain(bcq);
+    connect(QpService::Rc);
+    a.post_send(qa, wr);
+    link.pump();
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 4096), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(b.core().dma_refused(), refused);
+}
+
+// Review 2.2 item 8: the model's memory per guest. A QP costs well under
+// 2 KiB until it needs more: the requester's ring of outstanding WQEs
+// appears with the first RC/UC send, the saved atomic results with the
+// first atomic. Under MthcaConfig::max_model_bytes, a QP beyond the cap
+// cannot be created (EXCEED_LIM) and a send that needs a new ring fails
+// with a local QP operation error.
+TEST_F(QpEngine, ModelMemoryIsLazyAndCapped)
+{
+    Core& core = a.core();
+    uint64_t b0 = core.model_bytes();
+    connect(QpService::Rc);
+    uint64_t per_qp = core.model_bytes() - b0;
+    EXPECT_LT(per_qp, 2048u);  // not ~6 KiB as with the rings inline
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    Node::SendWr wr;
+    wr.op = wqe::kRdmaWrite;
+    wr.sges = {{sbuf, 64, sk}};
+    wr.raddr = rbuf;
+    wr.rkey = rk;
+    uint64_t b1 = core.model_bytes();
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_GE(core.model_bytes() - b1, kMaxOutstanding * sizeof(SendEntry));
+
+    // Room for two more QPs' contexts, not for a send ring.
+    core.set_model_memory_cap(core.model_bytes() + 2 * per_qp + per_qp / 2);
+    TQp q2 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    TQp q3 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    TQp q4 = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    QpParams p;
+    p.dlid = 1;
+    p.remote_qpn = q3.qpn;
+    a.to_rts(q2, p);
+    p.remote_qpn = q2.qpn;
+    a.to_rts(q3, p);
+    EXPECT_EQ(a.modify(q4, op::kRst2Init, QpState::Init, p, 1u << 4 | 1u << 11 | 7u << 1), Status::ExceedLim);
+    uint64_t b2 = core.model_bytes();
+    uint32_t w = a.post_send(q2, wr);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kLocalQpOp);
+    EXPECT_EQ(c.wqe, w);
+    EXPECT_EQ(core.model_bytes(), b2);  // nothing was charged
+    // The first connection, whose ring exists, still works.
+    a.drain(acq);
+    a.post_send(qa, wr);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    // Destroying a QP gives its bytes back: q4 fits now.
+    uint64_t before = core.model_bytes();
+    EXPECT_EQ(a.modify(q2, op::kErr2Rst, QpState::Rst, p, 0), Status::Ok);
+    EXPECT_LT(core.model_bytes(), before);
+    EXPECT_EQ(a.modify(q4, op::kRst2Init, QpState::Init, p, 1u << 4 | 1u << 11 | 7u << 1), Status::Ok);
+}
+
 TEST_F(QpEngine, RcLocalProtectionError)
 {
     connect(QpService::Rc);
@@ -500,6 +901,44 @@ TEST_F(QpEngine, RcRetryExceededWhenLinkDropsEverything)
     EXPECT_TRUE(c.error);
     EXPECT_EQ(c.syndrome, cqe::kRetryExc);
     EXPECT_EQ(link.sent - sent0, 4u);  // the first try and three retries
+}
+
+// The model is polled only now and then (the server does it after MMIO
+// and on its timers). A send after an idle gap arms its ACK timer from the
+// current time, not from the last poll: when the server polls the model
+// right after the doorbell and before the fabric delivers the ACK (its
+// order in one round), nothing has timed out, even with retry_cnt 0
+// (IPoIB-CM's value, where a spurious timeout kills the connection).
+TEST_F(QpEngine, RcIdleGapBeforeSendDoesNotTimeOut)
+{
+    constexpr uint64_t kSec = 1'000'000'000ull;
+    QpParams p;
+    p.retry_cnt = 0;
+    p.timeout = 14;  // 67 ms
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 1000, 5);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    for (Node* n : {&a, &b}) {
+        n->d.clock().set(1 * kSec);
+        n->d.hca().poll(1 * kSec);
+        n->d.clock().set(11 * kSec);  // 10 s without a poll
+    }
+    uint64_t sent0 = link.sent;
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 1000, sk}};
+    a.post_send(qa, wr);
+    a.d.hca().poll(11 * kSec);
+    b.d.hca().poll(11 * kSec);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+    EXPECT_EQ(link.sent - sent0, 2u);  // the SEND and its ACK, no retransmission
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Rts);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 1000), 0);
 }
 
 TEST_F(QpEngine, RcRetransmitRecoversFromOneLostPacket)
@@ -1380,6 +1819,117 @@ TEST_F(QpEngine, CqArmRaisesCompletionEventsOnce)
     a.post_send(qa, wr);
     link.pump();
     EXPECT_EQ(events(b, 0).size(), 1u);
+}
+
+// Review top finding 6: a QP's send doorbell and a CQ's arm are taken only
+// through the UAR page its context names (usr_page, the CQ's UAR), as the
+// HCA isolates user processes, each with its own page. Through another
+// page (one another process owns) they do nothing and are counted; through
+// the owner's page the same doorbell works.
+TEST_F(QpEngine, DoorbellsOnlyThroughTheOwnersUarPage)
+{
+    connect(QpService::Rc);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    fill(a, sbuf, 100, 9);
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    const uint32_t own_a = a.uar, own_b = b.uar;
+    uint64_t wrong_a = a.core().doorbells().wrong_uar, wrong_b = b.core().doorbells().wrong_uar;
+
+    // Send doorbell through another page.
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 100, sk}};
+    uint32_t head = qa.sq_head;
+    a.post_send(qa, wr, false);
+    a.uar = own_a + 1;
+    a.ring_send(qa, head, 1, a.last_op0, a.last_size0);
+    a.uar = own_a;
+    link.pump();
+    EXPECT_EQ(link.sent, 0u);
+    EXPECT_EQ(a.core().doorbells().wrong_uar, wrong_a + 1);
+    TCqe c;
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_FALSE(b.poll(bcq, &c));
+
+    // CQ arm through another page: no event follows a completion.
+    events(b, 0);
+    b.uar = own_b + 1;
+    b.arm(bcq, false);
+    b.uar = own_b;
+    EXPECT_EQ(b.core().doorbells().wrong_uar, wrong_b + 1);
+
+    // The send doorbell through the QP's own page: the WQE goes out.
+    a.ring_send(qa, head, 1, a.last_op0, a.last_size0);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    ASSERT_TRUE(b.poll(bcq, &c));
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 100), 0);
+    EXPECT_TRUE(events(b, 0).empty());  // the CQ was never armed
+
+    // Armed through its own page, the next completion raises the event.
+    b.arm(bcq, false);
+    a.post_send(qa, wr);
+    link.pump();
+    auto evs = events(b, 0);
+    ASSERT_EQ(evs.size(), 1u);
+    EXPECT_EQ(evs[0][1], ev::kComp);
+    EXPECT_EQ(a.core().doorbells().wrong_uar, wrong_a + 1);
+    EXPECT_EQ(b.core().doorbells().wrong_uar, wrong_b + 1);
+}
+
+// Issue 9 item 3: an RC or UC QP in RTR raises the communication-
+// established event (type 0x02, mthca_eq.c) on the first packet it
+// receives, once; a QP in RTS (the requester here) raises none. This is
+// what lets ib_cm establish a connection whose RTU was lost.
+TEST_F(QpEngine, FirstPacketInRtrRaisesCommEstOnce)
+{
+    for (QpService st : {QpService::Rc, QpService::Uc}) {
+        SCOPED_TRACE(st == QpService::Rc ? "RC" : "UC");
+        bool rc = st == QpService::Rc;
+        qa = a.make_qp(st, acq, acq, 64, 64);
+        qb = b.make_qp(st, bcq, bcq, 64, 64);
+        QpParams pa, pb;
+        pa.dlid = 2, pa.remote_qpn = qb.qpn;
+        pb.dlid = 1, pb.remote_qpn = qa.qpn;
+        pa.sq_psn = pb.rq_psn = 0x123;
+        pb.sq_psn = pa.rq_psn = 0x456;
+        a.to_rts(qa, pa);
+        ASSERT_EQ(b.modify(qb, op::kRst2Init, QpState::Init, pb, 1u << 4 | 1u << 11 | 7u << 1), Status::Ok);
+        ASSERT_EQ(b.modify(qb, op::kInit2Rtr, QpState::Rtr, pb, 1u << 7 | (rc ? (1u << 9 | 7u << 1 | 1u << 6) : 0)),
+                  Status::Ok);
+        events(a, 1);
+        events(b, 1);
+        auto comm_est = [&](Node& n, uint32_t qpn) {
+            unsigned k = 0;
+            for (auto& e : events(n, 1))
+                k += e[1] == ev::kCommEst && get32(std::span<const uint8_t>(e.data() + 4, 4), 0) == qpn;
+            return k;
+        };
+        uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+        uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+        for (int i = 0; i < 4; ++i)
+            b.post_recv(qb, {{rbuf, 4096, rk}});
+        Node::SendWr wr;
+        wr.sges = {{sbuf, 10, sk}};
+        a.post_send(qa, wr);
+        a.post_send(qa, wr);
+        link.pump();
+        EXPECT_EQ(b.drain(bcq).size(), 2u);  // the responder works in RTR
+        EXPECT_EQ(comm_est(b, qb.qpn), 1u);
+        EXPECT_EQ(comm_est(a, qa.qpn), 0u);
+        EXPECT_EQ(a.drain(acq).size(), 2u);
+
+        // Moved to RTS (the CM's RTU, or ib_cm_notify), it raises no more.
+        uint32_t m2 = rc ? (1u << 14 | 1u << 12 | 1u << 15 | 1u << 8) : 0;
+        ASSERT_EQ(b.modify(qb, op::kRtr2Rts, QpState::Rts, pb, m2), Status::Ok);
+        a.post_send(qa, wr);
+        link.pump();
+        EXPECT_EQ(b.drain(bcq).size(), 1u);
+        EXPECT_EQ(comm_est(b, qb.qpn), 0u);
+        a.drain(acq);
+    }
 }
 
 TEST_F(QpEngine, CqOverflowIsACqError)

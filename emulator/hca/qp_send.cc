@@ -321,8 +321,21 @@ unsigned rd_atomic_in_flight(const QpRun& r)
     return n;
 }
 
+// Packets a started WQE sends: one request for a READ or an atomic, else
+// one per MTU of the message (the PSNs it takes).
+uint32_t tx_packets(const SendEntry& e)
+{
+    if (is_read_or_atomic_wqe(e.op))
+        return 1;
+    return ((e.last_psn - e.first_psn) & iba::kPsnMask) + 1;
+}
+
 }  // namespace
 
+// The SQ engine. One call sends at most kSqBudget packets: first what the
+// started WQEs (the out ring from tx_idx on) still owe, then new WQEs. When
+// the budget is spent with work left, poll() calls again, so one doorbell
+// (one MMIO write) never makes the model run for long.
 void Core::sq_progress(Qp& q)
 {
     QpRun& r = q.r;
@@ -331,11 +344,15 @@ void Core::sq_progress(Qp& q)
         return;
     }
     r.sq_busy = true;
+    r.sq_resume = false;
+    r.budget = kSqBudget;
     do {
         r.sq_again = false;
-        while (r.sq_pending && r.sq_have_next && q.state == QpState::Rts && !r.rnr_wait) {
+        sq_pump(q, nullptr);
+        while (r.budget && r.tx_idx == r.out_head && r.sq_pending && r.sq_have_next && q.state == QpState::Rts &&
+               !r.rnr_wait) {
             bool rc = q.service == uint8_t(QpService::Rc);
-            if (rc && r.out_head - r.out_tail >= kMaxOutstanding)
+            if (r.out_head - r.out_tail >= kMaxOutstanding)
                 break;
             if (rc && is_read_or_atomic_wqe(r.sq_next_op) && rd_atomic_in_flight(r) >= (1u << q.a.sra_max))
                 break;  // the initiator depth (max_rd_atomic): resumed by the responses
@@ -360,6 +377,8 @@ void Core::sq_progress(Qp& q)
                 r.sq_have_next = false;
             }
             uint8_t syn = sq_execute(q, w);
+            if (!syn && q.service != uint8_t(QpService::Rc) && q.service != uint8_t(QpService::Uc) && r.budget)
+                --r.budget;  // UD and MLX: one packet
             if (syn) {
                 cqe_error(q, true, w.off, syn, q.a.cqn_snd);
                 // RC goes to ERR; UD/UC (and MLX) only stop their send
@@ -371,12 +390,73 @@ void Core::sq_progress(Qp& q)
                 break;
             }
         }
-    } while (r.sq_again && q.state == QpState::Rts);
+    } while (r.sq_again && r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd));
     r.sq_busy = false;
-    if (q.state == QpState::Sqd && !r.sq_busy && r.out_head == r.out_tail && r.drained_event) {
+    if (!r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd)) {
+        // Spent: the rest goes from poll(), at once.
+        r.sq_resume = true;
+        next_deadline_ = std::min(next_deadline_, now());
+    }
+    if (q.state == QpState::Sqd && r.out_head == r.out_tail && r.drained_event) {
         r.drained_event = false;
         qp_event(ev::kSqDrained, q.qpn);
     }
+}
+
+// Send what the started WQEs still owe, within the budget. `fresh` is the
+// parsed WQE just executed (saves fetching it again).
+void Core::sq_pump(Qp& q, const WqeView* fresh)
+{
+    QpRun& r = q.r;
+    bool sent_any = false;
+    while (r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd || q.state == QpState::Sqe)) {
+        // Completions (or a flush) may have moved the tail past tx_idx.
+        if (r.tx_idx - r.out_tail > r.out_head - r.out_tail)
+            r.tx_idx = r.out_tail;
+        if (r.tx_idx == r.out_head)
+            break;
+        uint32_t idx = r.tx_idx;
+        SendEntry& e = r.out[idx % kMaxOutstanding];
+        uint32_t total = tx_packets(e);
+        if (e.sent < total) {
+            WqeView w;
+            const WqeView* wp = fresh && fresh->off == e.wqe && e.sent == 0 ? fresh : nullptr;
+            fresh = nullptr;
+            if (!wp) {
+                unsigned o = 0;
+                if (!sq_fetch(q, e.wqe, e.size, w)) {
+                    qp_to_error(q, cqe::kLocalQpOp, true, ev::kWqCatas);
+                    return;
+                }
+                w.op = e.op;
+                if (!parse_segments(w, q.service, false, &o) || parse_gather(q, w, o, false) != 0) {
+                    qp_to_error(q, cqe::kLocalProt, true, 0);
+                    return;
+                }
+                if (e.op == wqe::kAtomicCs || e.op == wqe::kAtomicFa)
+                    w.len = 8;
+                wp = &w;
+            }
+            uint32_t gen = r.tx_gen;
+            sent_any = true;
+            if (!emit_message(q, *wp, idx, total))
+                return;  // a gather failure took the QP to ERR
+            if (r.tx_gen != gen || r.tx_idx != idx)
+                continue;  // restarted (go-back-N) or flushed meanwhile
+            if (e.sent < total)
+                break;  // budget spent
+        }
+        ++r.tx_idx;
+        if (q.service == uint8_t(QpService::Uc) && r.out_tail == idx) {
+            // UC is done with a message once it is sent.
+            if (e.signaled)
+                cqe_send(q, e.wqe, e.op, 0);
+            ++r.out_tail;
+        }
+    }
+    if (sent_any && q.service == uint8_t(QpService::Rc) && r.out_head != r.out_tail && !r.rnr_wait)
+        if (uint64_t t = ack_timeout_ns(q.a.ackto))
+            arm_timer(q, now() + t);  // counted from the last request sent
 }
 
 // Build the gather list of w's data segments; a syndrome on failure.
@@ -538,8 +618,8 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         return 0;
     }
 
-    // RC / UC.
-    uint32_t mtu = q.a.mtu;
+    // RC / UC: the WQE goes on the out ring; sq_pump sends its packets.
+    uint64_t mtu = q.a.mtu;
     uint32_t npkts;
     if (w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
         if (!w.nsge || w.sge[0].len < 8)
@@ -547,39 +627,38 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         w.len = 8;
         npkts = 1;
     } else {
-        npkts = w.len ? uint32_t((w.len + mtu - 1) / mtu) : 1;
+        npkts = w.len ? uint32_t((w.len + mtu - 1) / mtu) : 1;  // w.len <= 2^31: no wrap
     }
-    if (svc == uint8_t(QpService::Rc)) {
-        QpRun& r = q.r;
-        SendEntry& e = r.out[r.out_head % kMaxOutstanding];
-        e = SendEntry{};
-        e.wqe = w.off;
-        e.op = w.op;
-        e.size = w.size;
-        e.signaled = signaled;
-        e.first_psn = r.npsn;
-        e.last_psn = (r.npsn + npkts - 1) & iba::kPsnMask;
-        e.len = uint32_t(w.len);
-        r.npsn = (r.npsn + npkts) & iba::kPsnMask;
-        ++r.out_head;
-        if (r.deadline == UINT64_MAX && !r.rnr_wait)
-            if (uint64_t t = ack_timeout_ns(q.a.ackto))
-                arm_timer(q, now_ + t);
-        emit_message(q, w, e.first_psn, e.first_psn, npkts);
-        return 0;
+    QpRun& r = q.r;
+    if (r.out.empty()) {
+        if (!lazy_alloc(kMaxOutstanding * sizeof(SendEntry)))
+            return cqe::kLocalQpOp;
+        r.out.resize(kMaxOutstanding);
     }
-    uint32_t first = q.r.npsn;
-    q.r.npsn = (q.r.npsn + npkts) & iba::kPsnMask;
-    emit_message(q, w, first, first, npkts);
-    if (signaled)
-        cqe_send(q, w.off, w.op, 0);
+    SendEntry& e = r.out[r.out_head % kMaxOutstanding];
+    e = SendEntry{};
+    e.wqe = w.off;
+    e.op = w.op;
+    e.size = w.size;
+    e.signaled = signaled;
+    e.first_psn = r.npsn;
+    e.last_psn = (r.npsn + npkts - 1) & iba::kPsnMask;
+    e.len = uint32_t(w.len);
+    r.npsn = (r.npsn + npkts) & iba::kPsnMask;
+    ++r.out_head;
+    sq_pump(q, &w);
     return 0;
 }
 
-// Send the packets of message w (first PSN first_psn) from PSN from_psn on.
-void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t from_psn, uint32_t npkts)
+// Send the packets of the started WQE at out ring index idx (parsed in w)
+// from its `sent` count on, while the budget lasts. False if the QP went
+// to ERR.
+bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
 {
     using namespace iba::opc;
+    QpRun& r = q.r;
+    SendEntry& e = r.out[idx % kMaxOutstanding];
+    uint32_t gen = r.tx_gen;
     uint8_t tr = uint8_t((q.service == uint8_t(QpService::Uc) ? iba::kTrUc : iba::kTrRc) << 5);
     bool rc = q.service == uint8_t(QpService::Rc);
     Route rt = route_of(q);
@@ -587,6 +666,7 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
     uint16_t pkey = pt.pkeys[q.a.pkey_index % kPkeyTableLen];
     bool se = w.flags & wqe::kFlagSolicit;
     uint32_t mtu = q.a.mtu;
+    uint32_t first_psn = e.first_psn;
 
     if (w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
         Packet& p = tx_packet();
@@ -605,18 +685,18 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
             h += iba::kAtomicEthLen;
         }
         finish_packet(p, h);
+        e.sent = 1;
+        --r.budget;
         transmit(rt.port, p);
-        return;
+        return true;
     }
     bool write = w.op == wqe::kRdmaWrite || w.op == wqe::kRdmaWriteImm;
     bool imm = w.op == wqe::kSendImm || w.op == wqe::kRdmaWriteImm;
     uint8_t tmpl[iba::kLrhLen + iba::kGrhLen + iba::kBthLen];
     size_t tmpl_len = 0;
     const uint8_t* whole = map_whole_message(w);
-    for (uint32_t i = 0; i < npkts; ++i) {
+    for (uint32_t i = e.sent; i < npkts && r.budget; ++i) {
         uint32_t psn = (first_psn + i) & iba::kPsnMask;
-        if (iba::psn_diff(psn, from_psn) < 0)
-            continue;
         bool first = i == 0, last = i + 1 == npkts;
         uint8_t opc;
         if (write)
@@ -666,18 +746,27 @@ void Core::emit_message(Qp& q, const WqeView& w, uint32_t first_psn, uint32_t fr
                 p.nseg = 1;
                 p.payload_len = n;
             }
-            finish_packet(p, h);
-            transmit(rt.port, p);
-            continue;
-        }
-        Gather g{*this, p, bounce()};
-        if (!gather_range(w, off, n, g, 0)) {
-            IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: gather failed for WQE 0x%x", q.qpn, w.off);
-            return;
+        } else {
+            Gather g{*this, p, bounce()};
+            if (!gather_range(w, off, n, g, 0)) {
+                IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: gather failed for WQE 0x%x", q.qpn, w.off);
+                if (rc)
+                    qp_to_error(q, cqe::kLocalProt, true, 0);
+                else
+                    qp_to_sqe(q);
+                return false;
+            }
         }
         finish_packet(p, h);
+        // Counted before it leaves: the packet may come back (loopback)
+        // and its answer restart the sending (tx_gen).
+        e.sent = i + 1;
+        --r.budget;
         transmit(rt.port, p);
+        if (r.tx_gen != gen)
+            return true;
     }
+    return true;
 }
 
 void Core::rc_retransmit(Qp& q)
@@ -688,37 +777,24 @@ void Core::rc_retransmit(Qp& q)
     if (r.out_head == r.out_tail)
         return;
     IBEMU_DEBUG(cfg_.name, "QP 0x%x: retransmitting from PSN 0x%06x", q.qpn, r.out[r.out_tail % kMaxOutstanding].first_psn);
-    if (uint64_t t = ack_timeout_ns(q.a.ackto))
-        arm_timer(q, now_ + t);
+    // Go back N: every started WQE is sent again from its first packet,
+    // by sq_progress and within its budget.
     for (uint32_t i = r.out_tail; i != r.out_head; ++i) {
-        SendEntry e = r.out[i % kMaxOutstanding];
-        WqeView w;
-        if (!sq_fetch(q, e.wqe, e.size, w)) {
-            qp_to_error(q, cqe::kLocalQpOp, true, ev::kWqCatas);
-            return;
-        }
-        w.op = e.op;
-        unsigned o = 0;
-        if (!parse_segments(w, q.service, false, &o) || parse_gather(q, w, o, false)) {
-            qp_to_error(q, cqe::kLocalProt, true, 0);
-            return;
-        }
-        if (e.op == wqe::kAtomicCs || e.op == wqe::kAtomicFa)
-            w.len = 8;
+        SendEntry& e = r.out[i % kMaxOutstanding];
+        e.sent = 0;
         if (e.op == wqe::kRdmaRead)
-            r.out[i % kMaxOutstanding].got = 0;
-        uint32_t npkts = (e.op == wqe::kRdmaRead || e.op == wqe::kAtomicCs || e.op == wqe::kAtomicFa)
-                             ? 1
-                             : ((e.last_psn - e.first_psn) & iba::kPsnMask) + 1;
-        emit_message(q, w, e.first_psn, e.first_psn, npkts);
-        if (q.state == QpState::Err)
-            return;
+            e.got = 0;
     }
+    r.tx_idx = r.out_tail;
+    ++r.tx_gen;
+    if (uint64_t t = ack_timeout_ns(q.a.ackto))
+        arm_timer(q, now() + t);
+    sq_progress(q);
 }
 
 // ---- responder packets -------------------------------------------------------
 
-void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn)
+void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn)
 {
     Route rt = route_of(q);
     rt.port = uint8_t(port);
@@ -726,13 +802,13 @@ void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn)
     const Port& pt = ports_[port - 1];
     size_t h = build_headers(p, rt, iba::opc::kAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen], q.a.remote_qpn,
                              false, psn);
-    wbe32(p.hdr.data() + h, uint32_t(syndrome) << 24 | (q.r.msn & 0xffffff));
+    wbe32(p.hdr.data() + h, uint32_t(syndrome) << 24 | (msn & 0xffffff));
     h += iba::kAethLen;
     finish_packet(p, h);
     transmit(port, p);
 }
 
-void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig)
+void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn)
 {
     Route rt = route_of(q);
     rt.port = uint8_t(port);
@@ -740,39 +816,182 @@ void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig)
     const Port& pt = ports_[port - 1];
     size_t h = build_headers(p, rt, iba::opc::kAtomicAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen],
                              q.a.remote_qpn, false, psn);
-    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (q.r.msn & 0xffffff));
+    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (msn & 0xffffff));
     wbe64(p.hdr.data() + h + 4, orig);
     h += iba::kAethLen + iba::kAtomicAckLen;
     finish_packet(p, h);
     transmit(port, p);
 }
 
-void Core::send_read_response(unsigned port, Qp& q, const Mpt* m, uint64_t va, uint32_t len, uint32_t psn)
+// ---- the responder's queue of owed responses -----------------------------
+
+uint32_t Core::resp_rd_atomic(const QpRun& r) const
+{
+    uint32_t n = 0;
+    for (uint32_t i = r.resp_tail; i != r.resp_head; ++i) {
+        const RespEntry& x = r.resp[i % r.resp.size()];
+        n += x.kind == RespEntry::Read || x.kind == RespEntry::Atomic;
+    }
+    return n;
+}
+
+// Owe response x. With nothing owed before it, an ACK or atomic ACK goes
+// at once; anything else (and everything behind a READ still being sent)
+// is queued and sent in order by resp_progress. False if there is no room
+// (the request is then dropped, as if lost: the requester retries).
+bool Core::respond(Qp& q, const RespEntry& x)
+{
+    QpRun& r = q.r;
+    if (r.resp_head == r.resp_tail && x.kind != RespEntry::Read && x.kind != RespEntry::Nak) {
+        if (x.kind == RespEntry::Atomic)
+            send_atomic_ack(x.port, q, x.psn, x.orig, x.msn);
+        else
+            send_ack(x.port, q, x.syndrome, x.psn, x.msn);
+        return true;
+    }
+    // Room for every READ/atomic RRA_MAX allows, an ACK and a NAK.
+    size_t cap = (size_t(1) << q.a.rra_max) + 2;
+    if (r.resp.size() < cap) {
+        if (!lazy_alloc((cap - r.resp.capacity()) * sizeof(RespEntry))) {
+            ++db_.rx_dropped;
+            return false;
+        }
+        std::vector<RespEntry> grown(cap);
+        uint32_t n = 0;
+        for (uint32_t i = r.resp_tail; i != r.resp_head; ++i)
+            grown[n++] = r.resp[i % r.resp.size()];
+        r.resp = std::move(grown);
+        r.resp_tail = 0;
+        r.resp_head = n;
+    }
+    if (x.kind == RespEntry::Ack && (x.syndrome & 0x60) == iba::kAethAck && r.resp_head != r.resp_tail) {
+        // ACKs coalesce: a later one says all an earlier one said.
+        RespEntry& last = r.resp[(r.resp_head - 1) % r.resp.size()];
+        if (last.kind == RespEntry::Ack && (last.syndrome & 0x60) == iba::kAethAck) {
+            last = x;
+            return true;
+        }
+    }
+    if (r.resp_head - r.resp_tail >= r.resp.size()) {
+        ++db_.rx_dropped;
+        return false;
+    }
+    r.resp[r.resp_head++ % r.resp.size()] = x;
+    if (x.kind == RespEntry::Nak)
+        r.resp_nak = true;
+    resp_progress(q);
+    return true;
+}
+
+// Send owed responses in order, at most kSqBudget packets; a READ response
+// longer than that goes on from poll().
+void Core::resp_progress(Qp& q)
 {
     using namespace iba::opc;
-    Route rt = route_of(q);
-    rt.port = uint8_t(port);
-    const Port& pt = ports_[port - 1];
-    uint16_t pkey = pt.pkeys[q.a.pkey_index % kPkeyTableLen];
-    uint32_t mtu = q.a.mtu;
-    uint32_t npkts = len ? (len + mtu - 1) / mtu : 1;
-    for (uint32_t i = 0; i < npkts; ++i) {
-        bool first = i == 0, last = i + 1 == npkts;
-        uint8_t opc = first && last ? kReadRespOnly : first ? kReadRespFirst : last ? kReadRespLast : kReadRespMiddle;
-        Packet& p = tx_packet();
-        size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (psn + i) & iba::kPsnMask);
-        if (first || last) {
-            wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (q.r.msn & 0xffffff));
-            h += iba::kAethLen;
+    QpRun& r = q.r;
+    if (r.resp_busy)
+        return;  // the outer call goes on
+    r.resp_busy = true;
+    r.resp_resume = false;
+    uint32_t budget = kSqBudget;
+    while (r.resp_head != r.resp_tail && budget) {
+        if (q.state == QpState::Err || q.state == QpState::Rst) {
+            r.resp_head = r.resp_tail = 0;
+            r.resp_nak = false;
+            break;
         }
-        uint32_t n = std::min(mtu, len - i * mtu);
-        if (len && m) {
-            Gather g{*this, p, bounce()};
-            if (!mr_walk(*m, va + uint64_t(i) * mtu, n, [&](uint64_t gpa, uint32_t cnt) { return g.gpa(gpa, cnt); }))
-                return;
+        RespEntry& x = r.resp[r.resp_tail % r.resp.size()];
+        if (x.kind == RespEntry::Ack) {
+            ++r.resp_tail;
+            --budget;
+            send_ack(x.port, q, x.syndrome, x.psn, x.msn);
+            continue;
         }
-        finish_packet(p, h);
-        transmit(port, p);
+        if (x.kind == RespEntry::Atomic) {
+            ++r.resp_tail;
+            --budget;
+            send_atomic_ack(x.port, q, x.psn, x.orig, x.msn);
+            continue;
+        }
+        if (x.kind == RespEntry::Nak) {
+            RespEntry n = x;
+            ++r.resp_tail;
+            r.resp_nak = false;
+            --budget;
+            responder_nak(q, n.port, n.syndrome & 0x1f, n.psn, n.msn);
+            continue;
+        }
+        // READ response: packets [sent, npkts) from the region. The
+        // entry is found again after each transmit (which may loop back).
+        uint32_t t = r.resp_tail;
+        uint8_t port = x.port;
+        Route rt = route_of(q);
+        rt.port = port;
+        uint16_t pkey = ports_[port - 1].pkeys[q.a.pkey_index % kPkeyTableLen];
+        uint32_t mtu = q.a.mtu;
+        uint8_t failed = 0;  // a NAK code
+        bool moved = false;
+        while (budget) {
+            RespEntry& y = r.resp[t % r.resp.size()];
+            if (y.sent >= y.npkts)
+                break;
+            uint32_t i = y.sent;
+            bool first = i == 0, last = i + 1 == y.npkts;
+            uint8_t opc = first && last ? kReadRespOnly : first ? kReadRespFirst : last ? kReadRespLast : kReadRespMiddle;
+            uint64_t off = uint64_t(i) * mtu;
+            uint32_t n = uint32_t(std::min<uint64_t>(mtu, y.len - std::min<uint64_t>(y.len, off)));
+            if (n && y.mr_gen != obj_gen_) {
+                // An MPT changed since the request was checked: again.
+                const Mpt* m = nullptr;
+                if (mr_check(y.rkey, q.a.pd, y.va + off, y.len - off, kMptRemoteRead, &m) != Tpt::Ok) {
+                    failed = 0x80 | iba::kNakRemoteAccess;
+                    break;
+                }
+                y.mr = m;
+                y.mr_gen = obj_gen_;
+            }
+            Packet& p = tx_packet();
+            size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (y.psn + i) & iba::kPsnMask);
+            if (first || last) {
+                wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (y.msn & 0xffffff));
+                h += iba::kAethLen;
+            }
+            if (n) {
+                Gather g{*this, p, bounce()};
+                if (!mr_walk(*y.mr, y.va + off, n, [&](uint64_t gpa, uint32_t cnt) { return g.gpa(gpa, cnt); }) ||
+                    !g.ok) {
+                    failed = 0x80 | iba::kNakRemoteOp;  // memory the region maps cannot be read
+                    break;
+                }
+            }
+            finish_packet(p, h);
+            ++y.sent;
+            --budget;
+            transmit(port, p);
+            if (r.resp_tail != t || r.resp_head == r.resp_tail || q.state == QpState::Err) {
+                moved = true;  // the queue changed under us (the QP failed)
+                break;
+            }
+        }
+        if (failed) {
+            // The region went away (remote access error) or its memory
+            // cannot be read (remote operational error): a class C
+            // responder error, which ends the QP.
+            RespEntry y = r.resp[t % r.resp.size()];
+            r.resp_head = r.resp_tail = 0;
+            r.resp_nak = false;
+            IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: READ response from va 0x%llx unreadable", q.qpn,
+                              (unsigned long long)y.va);
+            responder_nak(q, y.port, failed & 0x1f, (y.psn + y.sent) & iba::kPsnMask, y.msn);
+            break;
+        }
+        if (!moved && r.resp[t % r.resp.size()].sent >= r.resp[t % r.resp.size()].npkts)
+            ++r.resp_tail;
+    }
+    r.resp_busy = false;
+    if (r.resp_head != r.resp_tail && q.state != QpState::Err && q.state != QpState::Rst) {
+        r.resp_resume = true;
+        next_deadline_ = std::min(next_deadline_, now());
     }
 }
 

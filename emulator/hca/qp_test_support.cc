@@ -147,7 +147,7 @@ Status Node::modify(TQp& q, uint16_t opcode, QpState to, const QpParams& p, uint
     if (ud)
         put8(c, 0x08, 4 << 5 | 11);
     else if (opcode == op::kInit2Rtr)
-        put8(c, 0x08, uint8_t(p.mtu << 5 | 31));
+        put8(c, 0x08, uint8_t(p.mtu << 5 | (p.log_msg_max & 31)));
     put8(c, 0x09, uint8_t((q.rq_n ? lg(q.rq_n) << 3 : 0) | (q.rq_shift - 4)));
     put8(c, 0x0a, uint8_t((q.sq_n ? lg(q.sq_n) << 3 : 0) | (q.sq_shift - 4)));
     put32(c, 0x0c, uar);

@@ -186,6 +186,7 @@ struct QpParams {
     uint32_t remote_qpn = 0;
     uint32_t rq_psn = 0x100, sq_psn = 0x100;
     uint8_t mtu = 4;  // IB_MTU_2048
+    uint8_t log_msg_max = 31;  // mtu_msgmax's low bits, as mthca_qp.c sets them
     uint8_t timeout = 14;
     uint8_t retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 1;
     uint8_t max_rd_atomic = 4, max_dest_rd_atomic = 4;  // perftest's "outstand reads"

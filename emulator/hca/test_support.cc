@@ -238,7 +238,11 @@ void DriverSim::bring_up(bool msi_x)
     put8(in(), 0x12b, 0);
     put64(in(), 0x130, lay.uar_scratch_base);
     put64(in(), 0x138, lay.uarc_base);
-    ASSERT_EQ(cmd(op::kInitHca, in_box()), Status::Ok);
+    if (before_init_hca)
+        before_init_hca(in());
+    ASSERT_EQ(cmd(op::kInitHca, in_box()), init_hca_expect);
+    if (init_hca_expect != Status::Ok)
+        return;
     ASSERT_EQ(cmd(op::kQueryAdapter, 0, out_box()), Status::Ok);
 
     // mthca_setup_hca: driver PD, EQ table, then events.

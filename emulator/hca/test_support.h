@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -108,6 +109,7 @@ public:
         cfg.name = "mthca-test";
         cfg.num_ports = ports;
         cfg.node_guid = 0x0002c90300001230ull;
+        cfg.clock = &clock_;
         dev_ = std::make_unique<Hca>(cfg, mem_, irq_);
         in_box_ = mem_.alloc(kMailbox);
         out_box_ = mem_.alloc(kMailbox);
@@ -129,6 +131,9 @@ public:
     Core& core() { return dev_->core(); }
     FakeMemory& mem() { return mem_; }
     RecordingIrq& irq() { return irq_; }
+    // The model's clock: stays at 0 unless a test sets it (the model then
+    // takes the later of it and the last poll() time).
+    fabric::VirtualClock& clock() { return clock_; }
     uint64_t in_box() const { return in_box_; }
     uint64_t out_box() const { return out_box_; }
     std::span<uint8_t> in() { return {mem_.at(in_box_), kMailbox}; }
@@ -265,6 +270,10 @@ public:
 
     // ---- the bring-up of mthca_init_arbel + mthca_setup_hca -------------
     void bring_up(bool msi_x = true);
+    // A test's edit of the INIT_HCA mailbox, and the status INIT_HCA must
+    // then give (bring_up stops there if it is not Ok).
+    std::function<void(std::span<uint8_t>)> before_init_hca;
+    Status init_hca_expect = Status::Ok;
     void tear_down();
     // Memory region over a contiguous buffer (mthca_mr_alloc_phys),
     // writing the MTT entries straight into ICM as the mem-free driver
@@ -292,6 +301,7 @@ public:
 private:
     FakeMemory mem_;
     RecordingIrq irq_;
+    fabric::VirtualClock clock_;
     std::unique_ptr<Hca> dev_;
     uint64_t in_box_, out_box_, mark_;
     unsigned next_token_ = 1;

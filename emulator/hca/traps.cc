@@ -50,7 +50,7 @@ void Core::raise_trap(unsigned port, TrapKind kind, std::span<const uint8_t> not
     t.outstanding = true;
     t.tid = ++trap_tid_;
     t.resends = 0;
-    t.next_ns = now_ + trap_interval_ns(p);
+    t.next_ns = now() + trap_interval_ns(p);
     next_deadline_ = std::min(next_deadline_, t.next_ns);
     trap_deliver(port, t);
 }

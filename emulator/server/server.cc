@@ -436,6 +436,7 @@ private:
         MthcaConfig cfg;
         cfg.name = node;
         cfg.node_guid = guid;
+        cfg.clock = srv_.clock_.get();  // the time poll_model() is given
         fn_ = srv_.opts_.device_factory ? srv_.opts_.device_factory(cfg, *mem_, *this)
                                         : make_mthca(cfg, *mem_, *this);
         if (!fn_) {
@@ -582,7 +583,10 @@ struct Server::CtlClient {
     bool replying = false;
 };
 
-Server::Server(ServerOptions opts) : opts_(std::move(opts)) {}
+Server::Server(ServerOptions opts)
+    : opts_(std::move(opts)), clock_(std::make_unique<fabric::MonotonicClock>())
+{
+}
 
 Server::~Server()
 {
@@ -710,7 +714,6 @@ bool Server::setup_fabric(std::string* error)
 {
     if (opts_.fabric.empty())
         return true;
-    clock_ = std::make_unique<fabric::MonotonicClock>();
     fabric_ = std::make_unique<fabric::Fabric>(*clock_);
     if (!fabric_->build_from(opts_.fabric, error)) {
         *error = "fabric " + opts_.fabric + ": " + *error;

@@ -93,7 +93,8 @@ private:
     int wake_wr_ = -1;
     bool listening_ = false;
     unsigned next_conn_id_ = 0;
-    // The fabric's clock and the fabric (null without ServerOptions::fabric);
+    // The clock of the models and the fabric (always there), and the fabric
+    // (null without ServerOptions::fabric);
     // the connections hold attachments into it, so it is declared first and
     // outlives them.
     std::unique_ptr<fabric::MonotonicClock> clock_;
