@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/log.h"
 #include "hca/qp_test_support.h"
@@ -183,6 +184,10 @@ public:
     void ReportRuns(const std::vector<Run>& runs) override
     {
         for (const Run& r : runs) {
+            if (r.error_occurred) {
+                failed_.push_back(r.benchmark_name() + ": " + r.error_message);
+                continue;
+            }
             auto it = r.counters.find("bytes_per_second");
             if (it != r.counters.end())
                 rate_[r.benchmark_name()] = double(it->second);
@@ -203,8 +208,12 @@ public:
         }
     }
 
+    // The benchmarks that could not measure (SkipWithError), with why.
+    const std::vector<std::string>& failed() const { return failed_; }
+
 private:
     std::map<std::string, double> rate_;
+    std::vector<std::string> failed_;
 };
 
 }  // namespace
@@ -218,5 +227,8 @@ int main(int argc, char** argv)
     benchmark::RunSpecifiedBenchmarks(&rep);
     rep.print_ratios();
     benchmark::Shutdown();
-    return 0;
+    // A benchmark that could not measure fails the run (and so make check).
+    for (const auto& f : rep.failed())
+        std::fprintf(stderr, "NOT MEASURED: %s\n", f.c_str());
+    return rep.failed().empty() ? 0 : 1;
 }

@@ -9,19 +9,31 @@
 // libibumad) measures for a few seconds
 //   - SMP round trips: SubnGet(NodeInfo) LID-routed to the switch;
 //   - SA PathRecord queries: SubnAdmGet(PathRecord) to the other guest.
-// The guests take turns, so they do not compete for the CPUs, in two
-// alternating rounds of which the better rate counts.
+// The guests take turns, so they do not compete for the CPUs: ours then
+// upstream, kRounds times (the order alternating), and each round gives a
+// ratio ours/upstream; the result is the median of those, printed with the
+// spread (min / median / max), since a TCG guest on a shared host is easily
+// slowed down for a while.
 //
-// If our stack does not come up, that is said plainly and no ratio is
-// printed. Exit status: 0 when the upstream guest was measured (whatever
-// ours did), 1 otherwise. The summary also goes to <build>/lab/mad_rate.txt.
+// It also compares the memory of equal module sets: the size column of
+// /proc/modules (the module images: text, data, bss; none of what the
+// modules allocate at run time) of ib_core, ib_mad, ib_sa, ib_umad and
+// ib_mthca in our guest against ib_core, ib_umad and ib_mthca upstream,
+// whose ib_core holds the MAD layer and the SA client. ib_uverbs (which the
+// upstream ib_mthca pulls in, and which we do not have) is left out.
+//
+// Exit status: 0 only when both guests were measured and the lab found no
+// problem in the guests' logs; a benchmark that cannot measure fails. The
+// summary also goes to <build>/lab/mad_rate.txt.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "iblab/config.h"
 #include "iblab/lab.h"
@@ -36,12 +48,11 @@ struct Rates {
 	std::string error;  // empty: measured
 };
 
-// The memory the loaded InfiniBand modules take (/proc/modules sizes of
-// ib_* and rdma_* modules: text, data and their per-module allocations).
+// The image sizes (/proc/modules) of one module set.
 struct ModuleMemory {
-	unsigned modules = 0;
 	unsigned long bytes = 0;
-	std::string names;
+	std::string names;    // those found
+	std::string missing;  // those of the set that are not loaded
 };
 
 std::string Trim(std::string s)
@@ -54,6 +65,9 @@ std::string Trim(std::string s)
 using iblab::vmtest::LoadCommand;
 
 const std::string kPort = "/sys/class/infiniband/mthca0/ports/1";
+
+// Rounds of the interleaved measurement (each: ours and upstream once).
+constexpr int kRounds = 5;
 
 // "" once port 1 of `g` is ACTIVE, else why not.
 std::string WaitActive(iblab::Guest &g)
@@ -83,19 +97,47 @@ Rates Measure(iblab::Guest &g, const std::string &tool, const std::string &switc
 	return r;
 }
 
-ModuleMemory Modules(iblab::Guest &g)
+// The module set that does the same job in both stacks (see the top).
+std::vector<std::string> ModuleSet(iblab::Stack s)
+{
+	if (s == iblab::Stack::Ours)
+		return {"ib_core", "ib_mad", "ib_sa", "ib_umad", "ib_mthca"};
+	return {"ib_core", "ib_umad", "ib_mthca"};
+}
+
+ModuleMemory Modules(iblab::Guest &g, iblab::Stack s)
 {
 	ModuleMemory m;
-	auto r = g.exec("awk '$1 ~ /^(ib_|rdma_)/ {print $1, $2}' /proc/modules | sort", 30s);
+	auto r = g.exec("cat /proc/modules", 30s);
+	std::map<std::string, unsigned long> size;
 	std::istringstream in(r.output);
-	std::string name;
-	unsigned long size;
-	while (in >> name >> size) {
-		++m.modules;
-		m.bytes += size;
-		m.names += (m.names.empty() ? "" : " ") + name;
+	std::string line;
+	while (std::getline(in, line)) {
+		std::istringstream l(line);
+		std::string name;
+		unsigned long bytes = 0;
+		if (l >> name >> bytes)
+			size[name] = bytes;
+	}
+	for (const auto &n : ModuleSet(s)) {
+		auto it = size.find(n);
+		std::string &list = it == size.end() ? m.missing : m.names;
+		list += (list.empty() ? "" : " ") + n;
+		if (it != size.end())
+			m.bytes += it->second;
 	}
 	return m;
+}
+
+// min / median / max of `v` (not empty).
+std::string Spread(std::vector<double> v, double *median)
+{
+	std::sort(v.begin(), v.end());
+	size_t n = v.size();
+	*median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	char b[96];
+	snprintf(b, sizeof b, "%.2f (min %.2f, max %.2f over %zu rounds)", *median, v.front(), v.back(), n);
+	return b;
 }
 
 std::string Lid(iblab::Guest &g)
@@ -108,7 +150,7 @@ std::string Lid(iblab::Guest &g)
 
 int main(int argc, char **argv)
 {
-	int seconds = argc > 1 ? std::atoi(argv[1]) : 5;
+	int seconds = argc > 1 ? std::atoi(argv[1]) : 2;
 	const char *env = std::getenv("IBSTACK_OURS_STACK");
 	iblab::Stack ours_stack = env && std::string(env) == "upstream" ? iblab::Stack::Upstream : iblab::Stack::Ours;
 	const char *mods = std::getenv("IBSTACK_MODULES");
@@ -127,6 +169,8 @@ int main(int argc, char **argv)
 	std::ostringstream rep;
 	rep << "=== MAD rate (" << seconds << " s each): SMP NodeInfo round trips to the switch, SA PathRecord Gets ===\n";
 	Rates up, ours;
+	std::vector<Rates> up_rounds, ours_rounds;
+	std::string lab_problems;
 	ModuleMemory up_mem, ours_mem;
 	int status = 0;
 	try {
@@ -157,58 +201,83 @@ int main(int argc, char **argv)
 		else
 			throw std::runtime_error("no switch LID: " + ibsw.output);
 		std::string lid0 = ours.error.empty() ? Lid(g0) : "", lid1 = Lid(g1);
-		// Two alternating rounds, the better of each kept: a TCG guest on
-		// a shared host is easily slowed down for a while.
-		for (int round = 0; round < 2; round++) {
-			Rates u = Measure(g1, tool, sw, lid0.empty() ? Lid(g2) : lid0, seconds);
-			if (!u.error.empty())
-				throw std::runtime_error("upstream guest: " + u.error);
-			up.smp = std::max(up.smp, u.smp);
-			up.sa = std::max(up.sa, u.sa);
-			if (!ours.error.empty())
-				continue;
-			Rates r = Measure(g0, tool, sw, lid1, seconds);
-			ours.error = r.error;
-			ours.smp = std::max(ours.smp, r.smp);
-			ours.sa = std::max(ours.sa, r.sa);
+		// Interleaved rounds, the order alternating: a slow spell of the
+		// host then hits both sides of some round alike.
+		for (int round = 0; round < kRounds; round++) {
+			for (int k = 0; k < 2; k++) {
+				bool ours_turn = (k == 0) == (round % 2 == 0);
+				if (ours_turn) {
+					if (!ours.error.empty())
+						continue;
+					Rates r = Measure(g0, tool, sw, lid1, seconds);
+					ours.error = r.error;
+					ours_rounds.push_back(r);
+				} else {
+					Rates u = Measure(g1, tool, sw, lid0.empty() ? Lid(g2) : lid0, seconds);
+					if (!u.error.empty())
+						throw std::runtime_error("upstream guest: " + u.error);
+					up_rounds.push_back(u);
+				}
+			}
 		}
-		up_mem = Modules(g1);
+		up_mem = Modules(g1, iblab::Stack::Upstream);
 		if (ours.error.empty())
-			ours_mem = Modules(g0);
+			ours_mem = Modules(g0, ours_stack);
 		auto report = lab.shutdown();
 		if (!report.ok())
-			rep << "(lab: " << report.text() << ")\n";
+			lab_problems = report.text();
 	} catch (const std::exception &e) {
 		up.error = up.error.empty() ? e.what() : up.error;
 	}
 
 	char line[256];
 	if (up.error.empty()) {
-		snprintf(line, sizeof line, "upstream (vm1): smp %.1f/s  sa %.1f/s\n", up.smp, up.sa);
-		rep << line;
+		rep << "upstream (vm1):";
+		for (const auto &r : up_rounds) {
+			snprintf(line, sizeof line, "  smp %.1f/s sa %.1f/s;", r.smp, r.sa);
+			rep << line;
+		}
+		rep << "\n";
 	} else {
 		rep << "upstream (vm1): NOT MEASURED: " << up.error << "\n";
 		status = 1;
 	}
 	std::string who = std::string(iblab::to_string(ours_stack)) + " (vm0)";
-	if (ours.error.empty() && up.error.empty()) {
-		snprintf(line, sizeof line, "%s: smp %.1f/s  sa %.1f/s\n", who.c_str(), ours.smp, ours.sa);
-		rep << line;
-		snprintf(line, sizeof line, "ratio ours/upstream: smp %.2f  sa %.2f\n", up.smp > 0 ? ours.smp / up.smp : 0,
-			 up.sa > 0 ? ours.sa / up.sa : 0);
-		rep << line;
-		// The same job (verbs, MAD, SA client, umad, the HCA driver); the
-		// upstream set also has ib_uverbs, which its ib_mthca pulls in.
-		rep << "module memory, upstream (vm1): " << up_mem.bytes / 1024 << " KiB in " << up_mem.modules
-		    << " modules (" << up_mem.names << ")\n";
-		rep << "module memory, " << who << ": " << ours_mem.bytes / 1024 << " KiB in " << ours_mem.modules
-		    << " modules (" << ours_mem.names << ")\n";
-		snprintf(line, sizeof line, "ratio ours/upstream: module memory %.2f\n",
-			 up_mem.bytes ? double(ours_mem.bytes) / double(up_mem.bytes) : 0);
-		rep << line;
+	if (ours.error.empty() && up.error.empty() && ours_rounds.size() == up_rounds.size() && !up_rounds.empty()) {
+		rep << who << ":";
+		std::vector<double> smp, sa;
+		for (size_t i = 0; i < ours_rounds.size(); i++) {
+			snprintf(line, sizeof line, "  smp %.1f/s sa %.1f/s;", ours_rounds[i].smp, ours_rounds[i].sa);
+			rep << line;
+			smp.push_back(up_rounds[i].smp > 0 ? ours_rounds[i].smp / up_rounds[i].smp : 0);
+			sa.push_back(up_rounds[i].sa > 0 ? ours_rounds[i].sa / up_rounds[i].sa : 0);
+		}
+		rep << "\n";
+		double smp_med, sa_med;
+		std::string smp_spread = Spread(smp, &smp_med), sa_spread = Spread(sa, &sa_med);
+		rep << "ratio ours/upstream (median of the per-round ratios): smp " << smp_spread << "\n";
+		rep << "ratio ours/upstream (median of the per-round ratios): sa " << sa_spread << "\n";
+		rep << "module images (/proc/modules sizes, no run-time allocations), upstream (vm1): "
+		    << up_mem.bytes / 1024 << " KiB (" << up_mem.names
+		    << "; its ib_core holds ib_mad and ib_sa; ib_uverbs left out)\n";
+		rep << "module images, " << who << ": " << ours_mem.bytes / 1024 << " KiB (" << ours_mem.names << ")\n";
+		if (!up_mem.missing.empty() || !ours_mem.missing.empty()) {
+			rep << "module images: NOT MEASURED: not loaded: upstream '" << up_mem.missing << "', ours '"
+			    << ours_mem.missing << "'\n";
+			status = 1;
+		} else {
+			snprintf(line, sizeof line, "ratio ours/upstream: module images %.2f\n",
+				 double(ours_mem.bytes) / double(up_mem.bytes));
+			rep << line;
+		}
 	} else {
 		rep << who << ": NOT MEASURED: " << (ours.error.empty() ? "no upstream baseline" : ours.error) << "\n";
-		rep << "ratio ours/upstream: not available (our stack is not up)\n";
+		rep << "ratio ours/upstream: not available\n";
+		status = 1;
+	}
+	if (!lab_problems.empty()) {
+		rep << "lab: the guests' logs have problems:\n" << lab_problems << "\n";
+		status = 1;
 	}
 	std::string text = rep.str();
 	fputs(text.c_str(), stdout);

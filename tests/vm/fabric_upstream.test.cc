@@ -66,6 +66,24 @@ std::set<std::string> CaIds(const std::string &out)
 	return ids;
 }
 
+size_t Count(const std::string &s, const std::string &what)
+{
+	size_t n = 0;
+	for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
+		n++;
+	return n;
+}
+
+// The value of "Name:....value" in smpquery/perfquery output (decimal or
+// 0x hex), -1 when the field is missing.
+long Number(const std::string &out, const std::string &name)
+{
+	std::smatch m;
+	if (!std::regex_search(out, m, std::regex("(^|\\n)" + name + ":\\.*((0x)?[0-9a-fA-F]+)")))
+		return -1;
+	return std::stol(m[2], nullptr, 0);
+}
+
 std::string HexGuid(Guest &g)
 {
 	std::string s = g.node_guid_string();  // 0002:c903:0000:0100
@@ -168,30 +186,37 @@ TEST_F(ThroughASwitch, IbnetdiscoverShowsTheSwitchAndThreeHcas)
 }
 
 // The diagnostics by LID across the switch: SA, the switch's SMA and PMA,
-// and its forwarding table as OpenSM programmed it.
+// and its forwarding table as OpenSM programmed it. Four nodes have a LID
+// (the switch's port 0 and the three HCAs), so the LFT holds at least four.
 TEST_F(ThroughASwitch, DiagnosticsThroughTheSwitch)
 {
 	Guest &g = guest("vm2");
+	const unsigned kNodes = 4;
 	auto sw = Run(g, "ibswitches");
 	ASSERT_TRUE(Ok(sw));
 	std::smatch m;
 	ASSERT_TRUE(std::regex_search(sw.output, m, std::regex("base port 0 lid ([0-9]+)"))) << sw.output;
 	std::string lid = m[1];
-	auto si = Run(g, "smpquery switchinfo " + lid);
-	ASSERT_TRUE(Ok(si));
-	EXPECT_NE(si.output.find("LinearFdbTop"), std::string::npos) << si.output;
-	auto rt = Run(g, "ibroute " + lid);
-	ASSERT_TRUE(Ok(rt));
-	EXPECT_NE(rt.output.find("valid lids dumped"), std::string::npos) << rt.output;
-	auto pq = Run(g, "perfquery " + lid + " 3");
-	ASSERT_TRUE(Ok(pq));
-	EXPECT_NE(pq.output.find("PortXmitPkts"), std::string::npos) << pq.output;
+	// The SA (OpenSM in vm1): the SM's own PortInfoRecord, and paths.
 	auto sa = Run(g, "saquery -s");
 	ASSERT_TRUE(Ok(sa));
-	EXPECT_NE(sa.output.find("IsSM ports"), std::string::npos) << sa.output;
+	EXPECT_GE(Count(sa.output, "PortInfoRecord dump"), 1u) << sa.output;
 	auto pr = Run(g, "saquery -p");
 	ASSERT_TRUE(Ok(pr));
-	EXPECT_NE(pr.output.find("PathRecord dump"), std::string::npos) << pr.output;
+	EXPECT_GE(Count(pr.output, "PathRecord dump"), 9u) << pr.output;
+	auto si = Run(g, "smpquery switchinfo " + lid);
+	ASSERT_TRUE(Ok(si));
+	EXPECT_GE(Number(si.output, "LinearFdbTop"), long(kNodes)) << si.output;
+	auto rt = Run(g, "ibroute " + lid);
+	ASSERT_TRUE(Ok(rt));
+	ASSERT_TRUE(std::regex_search(rt.output, m, std::regex("([0-9]+) valid lids dumped"))) << rt.output;
+	EXPECT_GE(std::stol(m[1]), long(kNodes)) << rt.output;
+	// Switch port 3 leads to vm1, the SA: the queries above crossed it.
+	auto pq = Run(g, "perfquery " + lid + " 3");
+	ASSERT_TRUE(Ok(pq));
+	EXPECT_GT(Number(pq.output, "PortXmitPkts"), 0) << pq.output;
+	EXPECT_GT(Number(pq.output, "PortRcvPkts"), 0) << pq.output;
+	EXPECT_GT(Number(pq.output, "PortXmitData"), 0) << pq.output;
 }
 
 }  // namespace

@@ -4,17 +4,25 @@
 // same emulated hardware and fabric:
 //
 //   OursLoad        modprobe loads ours; ibstat and ibstatus see mthca0
-//   OursSysfs       the sysfs files of mthca0 and infiniband_mad, ours vs
-//                   upstream on the same guest (same node GUID)
+//   OursSysfs       the whole sysfs trees of mthca0 and infiniband_mad with
+//                   the port ACTIVE, ours vs upstream on the same guest
 //   OursRunsSm      OpenSM on our umad/mad brings a mixed fabric ACTIVE
 //   OursDiag        OpenSM on an upstream guest brings ours ACTIVE; the
-//                   diagnostics from our guest answer as from the upstream one
+//                   diagnostics from our guest answer as from the upstream
+//                   one, and about our guest as about the upstream one (our
+//                   SMA/PMA replies, real counter values)
 //   OursReload      100 load/unload cycles of the whole set under OpenSM:
-//                   no warning, no leak (slabinfo, meminfo)
+//                   the port comes back ACTIVE, no warning or error line of
+//                   our modules, no leak (slabinfo, meminfo, free pages)
 //
 // With IBSTACK_OURS_STACK=upstream the "ours" guests run upstream instead
 // (vm_fixture.h), which checks the tests themselves (Documentation/testing.md).
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -148,46 +156,53 @@ TEST_F(OursLoad, IbstatusReportsMthca0AndItsPort)
 }
 
 // ---------------------------------------------------------------------------
-// The sysfs diff. The guest "vm0" boots twice on its emulated HCA (node
-// GUID 0002:c903:0000:0100 both times): with the upstream stack, then with
-// ours. Names, permissions and values of the files rdma-core 44,
-// infiniband-diags and rdma-ndd read must be equal; only the counters'
-// values are reduced to "a decimal number", since the two runs see
-// different traffic.
+// The sysfs diff. vm0 boots twice on its emulated HCA (node GUID
+// 0002:c903:0000:0100 both times), with the upstream stack, then with
+// ours, each time back to back with vm1 (upstream), whose OpenSM brings
+// the port ACTIVE: LID, SM LID and state have their working values. The
+// whole trees are walked: /sys/class/infiniband/mthca0 (ports/1/... and
+// everything else), /sys/class/infiniband_mad with umad0/ and issm0/, and
+// the device nodes. Every entry's name, type, mode, link target and value
+// must be equal; values that legitimately differ between two boots become
+// their format (see NormalizeSysfs).
 const char *const kSysfsDump = R"SH(
 set -e
-cd /sys/class/infiniband/mthca0
-F="node_type node_guid sys_image_guid fw_ver hca_type hw_rev board_id node_desc"
-for f in lid lid_mask_count sm_lid sm_sl state phys_state rate cap_mask link_layer; do F="$F ports/1/$f"; done
-F="$F $(ls -d ports/1/gids/* ports/1/pkeys/* ports/1/counters/* | sort -V)"
-echo "== dirs"
-ls ports; ls ports/1/gids | wc -l; ls ports/1/pkeys | wc -l
-echo "== modes"
-stat -c '%n %A' $F
-echo "== values"
-grep -H '' $F
+# Every entry under $1 as "path type mode link-target", then every line of
+# every file as "path:line" (a read error as grep's message). A few
+# processes for the whole tree: a fork per entry under TCG starves the
+# guest long enough to trip its soft-lockup detector.
+walk() {
+	cd "$1"
+	find . -mindepth 1 -printf '%p %y %M %l\n' | LC_ALL=C sort
+	find . -type f | LC_ALL=C sort | xargs grep -H '' 2>&1 | LC_ALL=C sort || true
+}
+echo "== mthca0"
+( walk /sys/class/infiniband/mthca0/ )
 echo "== device"
-echo "device -> $(basename "$(readlink device)")"
+cd /sys/class/infiniband/mthca0
 echo "modalias $(cat device/modalias)"
 echo "driver $(basename "$(readlink device/driver)")"
-cd /sys/class/infiniband_mad
-M="abi_version umad0/ibdev umad0/port umad0/dev issm0/ibdev issm0/port issm0/dev"
 echo "== infiniband_mad"
-ls | sort
-stat -c '%n %A' $M
-grep -H '' $M
+( walk /sys/class/infiniband_mad/ )
+for d in umad0 issm0; do echo "== $d"; ( walk /sys/class/infiniband_mad/$d/ ); done
 echo "== dev"
 stat -c '%n %A %t:%T' /dev/infiniband/umad0 /dev/infiniband/issm0
 )SH";
 
+// What differs between two boots of the same guest, reduced to a format:
+// the counters (traffic differs), the runtime-PM times, the LID and SM LID
+// (OpenSM assigns them; checked apart: non-zero, the SM's is vm1's).
 std::string NormalizeSysfs(const std::string &dump)
 {
 	std::string out;
-	std::regex counter("^(ports/1/counters/[a-z_]+):([0-9]+)$");
+	std::regex decimal("^(\\./ports/1/counters/[a-z_]+:|\\./power/runtime_[a-z_]+_time:)[0-9]+$");
+	std::regex lid("^(\\./ports/1/(lid|sm_lid):)0x[0-9a-f]+$");
 	for (const auto &l : Lines(dump)) {
 		std::smatch m;
-		if (std::regex_match(l, m, counter))
-			out += m[1].str() + ":<decimal>\n";
+		if (std::regex_match(l, m, decimal))
+			out += m[1].str() + "<decimal>\n";
+		else if (std::regex_match(l, m, lid))
+			out += m[1].str() + "<lid>\n";
 		else
 			out += l + "\n";
 	}
@@ -196,25 +211,27 @@ std::string NormalizeSysfs(const std::string &dump)
 
 class OursSysfs : public ::testing::Test {
 protected:
-	// Boots vm0 with `stack`, loads ib_mthca and ib_umad, returns the dump
-	// (or fails the test).
+	// Boots vm0 with `stack` and vm1 (upstream, OpenSM) back to back,
+	// brings both ports ACTIVE and returns vm0's dump (or fails the test).
 	static std::string Dump(Stack stack, std::string *problems)
 	{
-		LabOptions o = MixedOptions({{"vm0", stack}}, "");
+		LabOptions o = MixedOptions({{"vm0", stack}, {"vm1", Stack::Upstream}}, "b2b");
 		o.run_dir = default_build_dir() + "/lab/" + make_run_id() + "-OursSysfs-" + to_string(stack);
 		Lab lab(o);
 		lab.start();
 		Guest &g = lab.guest("vm0");
 		std::string out;
-		auto l = g.exec(LoadCommand(stack), 120s);
-		if (!l.ok()) {
-			*problems += std::string(to_string(stack)) + ": loading failed: " + l.output + "\n";
+		std::string up = BringUpWithSm(lab, "vm1");
+		if (!up.empty()) {
+			*problems += std::string(to_string(stack)) + ": " + up + "\n";
 		} else {
-			auto r = g.exec(kSysfsDump, 120s);
+			auto r = g.exec(kSysfsDump, 300s);
 			if (!r.ok())
 				*problems += std::string(to_string(stack)) + ": the dump failed (" + r.describe() +
 					     "):\n" + r.output + "\n";
 			out = r.output;
+			auto sm = lab.guest("vm1").exec("cat /sys/class/infiniband/mthca0/ports/1/lid", 30s);
+			out += "== vm1 lid " + sm.output;
 		}
 		LabReport rep = lab.shutdown();
 		if (!rep.ok())
@@ -223,23 +240,42 @@ protected:
 	}
 };
 
-TEST_F(OursSysfs, SameFilesModesAndValuesAsUpstream)
+// Every difference is listed (each line only one side has), not the first.
+TEST_F(OursSysfs, SameTreesModesAndValuesAsUpstream)
 {
 	std::string problems;
 	std::string up = Dump(Stack::Upstream, &problems);
 	std::string ours = Dump(OursRole(), &problems);
-	ASSERT_EQ(problems, "");
-	// The dump is what it should be (so equality means something).
-	EXPECT_NE(up.find("node_guid:0002:c903:0000:0100"), std::string::npos) << up;
-	EXPECT_NE(up.find("node_desc -rw-r--r--"), std::string::npos) << up;
-	EXPECT_NE(up.find("ports/1/gids/0:fe80:0000:0000:0000:0002:c903:0000:0101"), std::string::npos) << up;
-	EXPECT_NE(up.find("ports/1/pkeys/0:0xffff"), std::string::npos) << up;
-	EXPECT_NE(up.find("ports/1/counters/port_xmit_data -r--r--r--"), std::string::npos) << up;
+	// A problem (a dmesg finding, say) fails the test, but the dumps are
+	// still compared, so that one run shows every difference.
+	EXPECT_EQ(problems, "");
+	ASSERT_FALSE(up.empty() || ours.empty()) << problems;
+	// The dumps are what they should be (so equality means something):
+	// the port is ACTIVE with a LID, and vm1 (the SM) is its SM.
+	for (const auto *d : {&up, &ours}) {
+		EXPECT_NE(d->find("\n./ports/1/state:4: ACTIVE\n"), std::string::npos) << *d;
+		EXPECT_NE(d->find("\n./ports/1/phys_state:5: LinkUp\n"), std::string::npos) << *d;
+		std::smatch m, v;
+		ASSERT_TRUE(std::regex_search(*d, m, std::regex("\n\\./ports/1/lid:(0x[0-9a-f]+)\n")));
+		ASSERT_TRUE(std::regex_search(*d, v, std::regex("\n\\./ports/1/sm_lid:(0x[0-9a-f]+)\n")));
+		EXPECT_NE(m[1].str(), "0x0");
+		EXPECT_NE(m[1].str(), v[1].str()) << "the SM runs in vm1";
+		EXPECT_NE(d->find("== vm1 lid " + v[1].str() + "\n"), std::string::npos) << *d;
+	}
+	EXPECT_NE(up.find("\n./node_guid:0002:c903:0000:0100\n"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./node_desc f -rw-r--r-- \n"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./ports/1/gids/0:fe80:0000:0000:0000:0002:c903:0000:0101\n"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./ports/1/pkeys/0:0xffff\n"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./ports/1/counters/port_xmit_data f -r--r--r-- \n"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./ports/1/gid_attrs d "), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./ports/1/sm_sl f -r--r--r-- \n"), std::string::npos) << up;
 	EXPECT_NE(up.find("modalias pci:v000015B3d00006282"), std::string::npos) << up;
-	EXPECT_NE(up.find("abi_version:5"), std::string::npos) << up;
-	EXPECT_NE(up.find("umad0/ibdev:mthca0"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./abi_version:5\n"), std::string::npos) << up;
+	EXPECT_NE(up.find("\n./ibdev:mthca0\n"), std::string::npos) << up;
 	std::string a = NormalizeSysfs(up), b = NormalizeSysfs(ours);
-	EXPECT_EQ(a, b) << "upstream vs " << to_string(OursRole()) << ":\n" << LineDiff(a, b, "upstream", "ours");
+	EXPECT_EQ(Lines(a).size(), Lines(b).size());
+	EXPECT_TRUE(a == b) << "upstream vs " << to_string(OursRole()) << ", every difference:\n"
+			    << LineDiff(a, b, "upstream", "ours");
 }
 
 // ---------------------------------------------------------------------------
@@ -322,6 +358,59 @@ TEST_F(OursRunsSm, IsSmClearedWhenOpenSmStops)
 	EXPECT_EQ(Cat(ours, kPort + "/state"), "4: ACTIVE");
 }
 
+// --- the responder side: each stack is also the target --------------------
+//
+// Same() runs one command against one target from both guests, so it shows
+// our requester side (umad, ib_mad's sending and matching). Here the roles
+// cross: the upstream guest queries ours and ours queries the upstream one,
+// and the answers must be the same once the identities are normalised (the
+// LIDs and GUIDs of the two guests, their host names in node descriptions,
+// the switch port each sits behind, the directed route to each). So what
+// our SMA and PMA answer (our ib_mad and ib_mthca's process_mad, around the
+// emulated firmware's MAD_IFC) is compared with what upstream answers.
+
+// The identities of one guest, as they show in the diagnostics' outputs.
+struct Ident {
+	std::string name;  // vm0, vm1
+	unsigned lid = 0;
+	uint64_t guid = 0;  // node GUID; the port GUID is guid + 1
+	std::string swport, path;  // the switch port it is cabled to, DR path
+};
+
+std::string AsIs(const std::string &s);
+
+std::string Normalize(std::string s, const std::vector<Ident> &ids)
+{
+	auto rep = [&](const std::string &re, const std::string &with) {
+		s = std::regex_replace(s, std::regex(re), with);
+	};
+	for (const auto &id : ids) {
+		for (uint64_t g : {id.guid, id.guid + 1}) {
+			std::string tag = g == id.guid ? "<node-guid>" : "<port-guid>";
+			std::string h = HexGuid(g);
+			rep("0x0*" + h.substr(h.find_first_not_of('0')), tag);
+			rep("\\b" + h.substr(h.find_first_not_of('0')) + "\\b", tag);  // ibnetdiscover's (2c9...)
+			rep(h, tag);
+			rep(h.substr(0, 4) + ":" + h.substr(4, 4) + ":" + h.substr(8, 4) + ":" + h.substr(12, 4), tag);
+		}
+		// The port GID (fe80::<port GUID>) as inet_ntop writes it.
+		unsigned char gid[16] = {0xfe, 0x80};
+		for (int i = 0; i < 8; i++)
+			gid[8 + i] = uint8_t((id.guid + 1) >> (56 - 8 * i));
+		char text[INET6_ADDRSTRLEN];
+		if (inet_ntop(AF_INET6, gid, text, sizeof text))
+			rep(text, "<port-gid>");
+		rep("\\b" + id.name + "\\b", "<host>");
+		rep(id.path + "\\b", "<path>");
+	}
+	// LIDs, by the fields that hold them (a bare number is ambiguous):
+	// Lid, SMLid, EndportLid, MasterSMLID, lid, slid, dlid, ...
+	rep("(\\b[A-Za-z_]*(lid|Lid|LID)[A-Za-z_]*[ \\t.:]+)(0x[0-9a-fA-F]+|[0-9]+)", "$1<lid>");
+	rep("(Lid|lid) (0x[0-9a-fA-F]+|[0-9]+)", "$1 <lid>");
+	rep("(LocalPort:\\.*)[0-9]+", "$1<port>");
+	return s;
+}
+
 // ---------------------------------------------------------------------------
 // OpenSM in the upstream guest; the same diagnostics from both guests.
 class OursDiag : public SmSuite {
@@ -359,6 +448,34 @@ protected:
 		std::string a = norm(up.output), b = norm(ours.output);
 		EXPECT_EQ(a, b) << cmd << ": the answers differ\n" << LineDiff(a, b, "upstream", "ours")
 				<< "--- upstream:\n" << up.output << "--- ours:\n" << ours.output;
+		return a;
+	}
+
+	static std::vector<Ident> Idents()
+	{
+		auto lid = Lids();
+		std::vector<Ident> v = {{"vm0", 0, guest("vm0").node_guid(), "1", "0,1,1"},
+					{"vm1", 0, guest("vm1").node_guid(), "2", "0,1,2"}};
+		v[0].lid = std::stoul(lid["vm0"]);
+		v[1].lid = std::stoul(lid["vm1"]);
+		return v;
+	}
+
+	// Runs `cmd(target)` in vm1 against vm0 (ours) and in vm0 against vm1
+	// (upstream); both must succeed and answer the same after Normalize()
+	// and `also`. Returns the answer about ours.
+	static std::string Crossed(const std::function<std::string(const Ident &)> &cmd, const std::vector<Ident> &ids,
+					   const std::function<std::string(const std::string &)> &also = AsIs)
+	{
+		const Ident &ours = ids[0], &up = ids[1];
+		auto about_ours = guest("vm1").exec(cmd(ours), 120s);
+		auto about_up = guest("vm0").exec(cmd(up), 120s);
+		EXPECT_TRUE(Ok(about_ours)) << "vm1: " << cmd(ours);
+		EXPECT_TRUE(Ok(about_up)) << "vm0: " << cmd(up);
+		std::string a = also(Normalize(about_ours.output, ids)), b = also(Normalize(about_up.output, ids));
+		EXPECT_EQ(a, b) << cmd(ours) << " / " << cmd(up) << ": our answer differs from upstream's\n"
+				<< LineDiff(a, b, "ours", "upstream") << "--- about ours (from vm1):\n" << about_ours.output
+				<< "--- about upstream (from vm0):\n" << about_up.output;
 		return a;
 	}
 };
@@ -480,10 +597,6 @@ TEST_F(OursDiag, Perfquery)
 		std::string a = Same("perfquery " + q, CountersMasked);
 		EXPECT_NE(a.find("PortXmitData"), std::string::npos) << a;
 	}
-	// The counters count: a second query of our port saw the first one.
-	auto r = Run(guest("vm1"), "perfquery -x " + lid["vm0"] + " 1");
-	ASSERT_TRUE(Ok(r));
-	EXPECT_NE(r.output.find("PortXmitPkts"), std::string::npos) << r.output;
 }
 
 TEST_F(OursDiag, SaqueryIncludingMultiPacketResponses)
@@ -517,6 +630,184 @@ TEST_F(OursDiag, IbnetdiscoverAndIbroute)
 	Same("ibnetdiscover -p", SortedLines);
 }
 
+// IsSM: the capability bit and its name are set only in the port of the
+// guest that runs OpenSM (vm1), a difference of roles, not of stacks.
+std::string NoIsSm(const std::string &s)
+{
+	std::string out = std::regex_replace(s, std::regex("\n\\s*IsSM(\n|$)"), "\n");
+	std::smatch m;
+	std::regex cap("(CapMask:\\.*|capability_mask\\.*|CapabilityMask\\.*)0x([0-9a-fA-F]+)");
+	std::string res;
+	auto it = out.cbegin();
+	while (std::regex_search(it, out.cend(), m, cap)) {
+		char b[24];
+		snprintf(b, sizeof b, "0x%lx", std::stoul(m[2].str(), nullptr, 16) & ~0x2ul);
+		res += std::string(it, m[0].first) + m[1].str() + b;
+		it = m[0].second;
+	}
+	return res + std::string(it, out.cend());
+}
+
+TEST_F(OursDiag, OurSmaAnswersAsUpstreamsDoes)
+{
+	auto ids = Idents();
+	auto byLid = [](const std::string &q, const std::string &rest = "") {
+		return [q, rest](const Ident &t) { return "smpquery " + q + " " + std::to_string(t.lid) + rest; };
+	};
+	auto byPath = [](const std::string &q, const std::string &rest = "") {
+		return [q, rest](const Ident &t) { return "smpquery -D " + q + " " + t.path + rest; };
+	};
+	std::string ni = Crossed(byLid("nodeinfo"), ids);
+	EXPECT_NE(ni.find("NodeType:........................Channel Adapter"), std::string::npos) << ni;
+	EXPECT_NE(ni.find("PortGuid:........................<port-guid>"), std::string::npos) << ni;
+	Crossed(byLid("nodedesc"), ids);
+	std::string pi = Crossed(byLid("portinfo", " 1"), ids, NoIsSm);
+	EXPECT_TRUE(std::regex_search(pi, std::regex("\nLinkState:\\.+Active\n"))) << pi;
+	Crossed(byLid("pkeys", " 1"), ids);
+	Crossed(byPath("nodeinfo"), ids);
+	Crossed(byPath("portinfo", " 1"), ids, NoIsSm);
+	Crossed(byPath("nodedesc"), ids);
+}
+
+// What OpenSM learnt from each SMA, through the SA, and the paths to each.
+TEST_F(OursDiag, SaRecordsAboutOursAsAboutUpstream)
+{
+	auto ids = Idents();
+	Crossed([](const Ident &t) { return "saquery " + std::to_string(t.lid); }, ids);
+	Crossed([](const Ident &t) { return "saquery PIR " + std::to_string(t.lid); }, ids, NoIsSm);
+	Crossed(
+		[&](const Ident &t) {
+			const Ident &from = t.name == "vm0" ? ids[1] : ids[0];
+			return "saquery -p --src-to-dst " + std::to_string(from.lid) + ":" + std::to_string(t.lid);
+		},
+		ids);
+}
+
+// The node blocks of ibnetdiscover and the LFT lines of ibroute about vm0
+// and about vm1 (from one run of each, in the upstream guest).
+std::string BlockOf(const std::string &topo, uint64_t guid)
+{
+	std::string id = "\"H-" + HexGuid(guid) + "\"";
+	size_t at = 0;
+	while (at < topo.size()) {
+		size_t end = topo.find("\n\n", at);
+		std::string b = topo.substr(at, end == std::string::npos ? std::string::npos : end - at);
+		while (!b.empty() && b.back() == '\n')
+			b.pop_back();
+		if (b.find("\nCa\t") != std::string::npos && b.find(id) != std::string::npos)
+			return b;
+		if (end == std::string::npos)
+			break;
+		at = end + 2;
+	}
+	return "(no Ca block with " + id + ")";
+}
+
+TEST_F(OursDiag, TopologyAndRoutesDescribeOursAsUpstream)
+{
+	auto ids = Idents();
+	auto lid = Lids();
+	auto t = Run(guest("vm1"), "ibnetdiscover");
+	ASSERT_TRUE(Ok(t));
+	auto norm = [&](const std::string &s, const Ident &id) {
+		std::string n = Normalize(s, ids);
+		n = std::regex_replace(n, std::regex("(\"S-[0-9a-f]+\")\\[" + id.swport + "\\]"), "$1[<swport>]");
+		return n;
+	};
+	std::string a = norm(BlockOf(t.output, ids[0].guid), ids[0]), b = norm(BlockOf(t.output, ids[1].guid), ids[1]);
+	EXPECT_EQ(a, b) << LineDiff(a, b, "ours", "upstream") << t.output;
+	EXPECT_NE(a.find("<port-guid>"), std::string::npos) << a;
+	auto r = Run(guest("vm1"), "ibroute " + lid["sw"]);
+	ASSERT_TRUE(Ok(r));
+	std::string la, lb;
+	for (const auto &l : Lines(r.output)) {
+		std::string n = std::regex_replace(Normalize(l, ids), std::regex("^0x[0-9a-f]+ [0-9]+ :"), "<lid> <port> :");
+		if (l.find(HexGuid(ids[0].guid + 1)) != std::string::npos)
+			la += n + "\n";
+		if (l.find(HexGuid(ids[1].guid + 1)) != std::string::npos)
+			lb += n + "\n";
+	}
+	EXPECT_NE(la, "") << r.output;
+	EXPECT_EQ(la, lb) << r.output;
+}
+
+// perfquery's counters as name -> value.
+std::map<std::string, long long> Counters(const std::string &out)
+{
+	std::map<std::string, long long> c;
+	std::regex field("^([A-Za-z]+):\\.*([0-9]+)$");
+	for (const auto &l : Lines(out)) {
+		std::smatch m;
+		if (std::regex_match(l, m, field) && m[1] != "PortSelect" && m[1] != "CounterSelect")
+			c[m[1]] = std::stoll(m[2]);
+	}
+	return c;
+}
+
+std::string Show(const std::map<std::string, long long> &c)
+{
+	std::string s;
+	for (const auto &[k, v] : c)
+		s += "  " + k + " " + std::to_string(v) + "\n";
+	return s;
+}
+
+// Real counter values: with the SM stopped (its sweeps would reach vm0's
+// port over the wire but not vm1's own), both ports are reset locally (no
+// packet crosses the wire for a local query), the same MADs cross both ways,
+// and each port's counters must then be equal. Then the counters count:
+// vm1 sends k more PMA queries to our port, and our next local reading has
+// received and sent exactly k more packets. Last in the suite: OpenSM is
+// restarted at the end.
+TEST_F(OursDiag, CountersCountTheSameTrafficAsUpstreams)
+{
+	auto ids = Idents();
+	Guest &ours = guest("vm0"), &up = guest("vm1");
+	ASSERT_TRUE(Ok(Run(up, "kill $(pidof opensm); for i in $(seq 1 30); do pidof opensm >/dev/null || exit 0; "
+			       "sleep 1; done; exit 1")));
+	std::this_thread::sleep_for(3s);  // the IsSM change settles
+	for (Guest *g : {&ours, &up})
+		ASSERT_TRUE(Ok(Run(*g, "perfquery -R 2>&1 >/dev/null")));
+	const int n = 10;
+	for (int side = 0; side < 2; side++) {
+		Guest &from = side ? ours : up;
+		const Ident &to = side ? ids[1] : ids[0];
+		std::string l = std::to_string(to.lid);
+		ASSERT_TRUE(Ok(Run(from, "for i in $(seq 1 " + std::to_string(n) + "); do smpquery nodeinfo " + l +
+						 " >/dev/null && perfquery " + l + " 1 >/dev/null || exit 1; done")));
+	}
+	auto a = Run(ours, "perfquery"), b = Run(up, "perfquery");
+	ASSERT_TRUE(Ok(a));
+	ASSERT_TRUE(Ok(b));
+	auto ca = Counters(a.output), cb = Counters(b.output);
+	EXPECT_EQ(ca, cb) << "the same traffic, counted by ours:\n" << Show(ca) << "and by upstream:\n" << Show(cb);
+	ASSERT_TRUE(ca.count("PortXmitPkts") && ca.count("PortRcvPkts") && ca.count("PortXmitData")) << a.output;
+	// Each perfquery is two MADs (ClassPortInfo, then PortCounters), so
+	// each port sent and received n SMPs and 2n PMA MADs as requests and as
+	// answers: 6n packets each way, 72 words each (LRH, BTH, DETH, the
+	// 256-byte MAD, ICRC).
+	EXPECT_EQ(ca["PortXmitPkts"], 6 * n) << a.output;
+	EXPECT_EQ(ca["PortRcvPkts"], 6 * n) << a.output;
+	EXPECT_EQ(ca["PortXmitData"], 72 * 6 * n) << a.output;
+	EXPECT_EQ(ca["PortRcvData"], 72 * 6 * n) << a.output;
+
+	const int k = 7;
+	ASSERT_TRUE(Ok(Run(up, "for i in $(seq 1 " + std::to_string(k) + "); do perfquery " +
+				       std::to_string(ids[0].lid) + " 1 >/dev/null || exit 1; done")));
+	auto a2 = Run(ours, "perfquery");
+	ASSERT_TRUE(Ok(a2));
+	auto c2 = Counters(a2.output);
+	// k perfquery runs: 2k MADs in, 2k answers out.
+	EXPECT_EQ(c2["PortRcvPkts"] - ca["PortRcvPkts"], 2 * k) << Show(ca) << "->\n" << Show(c2);
+	EXPECT_EQ(c2["PortXmitPkts"] - ca["PortXmitPkts"], 2 * k) << Show(ca) << "->\n" << Show(c2);
+	EXPECT_EQ(c2["PortXmitData"] - ca["PortXmitData"], 72 * 2 * k) << Show(ca) << "->\n" << Show(c2);
+	EXPECT_EQ(c2["PortRcvData"] - ca["PortRcvData"], 72 * 2 * k) << Show(ca) << "->\n" << Show(c2);
+
+	// The SM again (the suite's teardown finds the fabric as it was).
+	ASSERT_TRUE(Ok(Run(up, "opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &")));
+	EXPECT_TRUE(Ok(WaitPortActive(ours, 60)));
+}
+
 // ---------------------------------------------------------------------------
 // Reload under load: vm0 loads and unloads the whole set 100 times while
 // OpenSM in vm1 (back to back) keeps sweeping it. Memory is compared after
@@ -533,36 +824,57 @@ struct MemSnap {
 	std::map<std::string, long> slab_active;  // cache -> active objects
 	std::map<std::string, long> slab_size;    // cache -> object size
 	std::map<std::string, long> meminfo;      // field -> kB
+	long free_pages = -1;                     // nr_free_pages of /proc/vmstat
 };
 
 MemSnap Snapshot(Guest &g)
 {
 	MemSnap s;
-	auto r = g.exec("echo 3 > /proc/sys/vm/drop_caches; sleep 2; cat /proc/slabinfo; echo ==; cat /proc/meminfo",
+	auto r = g.exec("echo 3 > /proc/sys/vm/drop_caches; sleep 2; cat /proc/slabinfo; echo ==; cat /proc/meminfo; "
+			"echo ==; grep '^nr_free_pages ' /proc/vmstat",
 			600s);
 	EXPECT_TRUE(Ok(r));
-	bool mem = false;
+	int part = 0;
 	for (const auto &l : Lines(r.output)) {
 		if (l == "==") {
-			mem = true;
+			part++;
 			continue;
 		}
 		std::istringstream in(l);
 		std::string name;
 		in >> name;
-		if (!mem) {
+		if (part == 0) {
 			long active = 0, total = 0, size = 0;
 			if (name.empty() || name[0] == '#' || name == "slabinfo" || !(in >> active >> total >> size))
 				continue;
 			s.slab_active[name] = active;
 			s.slab_size[name] = size;
-		} else if (!name.empty() && name.back() == ':') {
+		} else if (part == 1 && !name.empty() && name.back() == ':') {
 			long kb = 0;
 			if (in >> kb)
 				s.meminfo[name.substr(0, name.size() - 1)] = kb;
+		} else if (part == 2 && name == "nr_free_pages") {
+			in >> s.free_pages;
 		}
 	}
 	return s;
+}
+
+// Our modules' lines of level warn and above in the kernel log; "" when
+// there are none. Allowed: the loader's own notes that our modules are
+// out of tree and unsigned (printed once per boot, by design: they are
+// built out of tree, without Debian's signing key).
+std::string OurWarnings(Guest &g)
+{
+	auto r = g.exec("dmesg --level=emerg,alert,crit,err,warn | "
+			"grep -E 'ib_(core|mad|sa|umad|mthca|selftest)|mthca' | "
+			"grep -vE ': loading out-of-tree module taints kernel\\.$|"
+			": module verification failed: signature and/or required key missing - tainting kernel$' "
+			"|| true",
+			60s);
+	if (!r.ok())
+		return "dmesg failed: " + r.output;
+	return r.output;
 }
 
 class OursReload : public SmSuite {
@@ -570,18 +882,19 @@ protected:
 	static void SetUpTestSuite()
 	{
 		LabOptions o = MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b");
-		// A quarter of an hour of TCG on a shared host: the vCPU threads
-		// get starved for tens of seconds now and then (the guests log
-		// "clocksource: Long readout interval" for the same gaps), which
-		// the soft-lockup and RCU-stall detectors report ("BUG: soft
-		// lockup", "rcu_preempt kthread starved") in whatever ran. They
-		// measure the host here, not our code; lockdep-free 6.1 has no
-		// other detector these switch off.
-		o.extra_cmdline = "nosoftlockup rcupdate.rcu_cpu_stall_suppress=1";
+		// The soft-lockup and RCU-stall detectors stay on, with their
+		// limits raised from 20 s (2 x watchdog_thresh) and 21 s to 120 s:
+		// on a loaded 2-core host a TCG vCPU thread is starved for tens of
+		// seconds now and then (measured: "soft lockup - CPU#0 stuck for
+		// 49s" in clear_page_rep of a page fault, "clocksource: Long
+		// readout interval" of 16 s, at a load average of 15), which the
+		// default limits report in whatever ran. A real lockup or stall in
+		// our code lasts longer and is still reported.
+		o.extra_cmdline = "watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120";
 		StartWithSm(o, "OursReload", "vm1");
 	}
 
-	// `n` cycles; "" or what went wrong.
+	// Cycles first..first+n-1 in the guest; "" or what went wrong.
 	static std::string Cycles(Guest &g, int first, int n)
 	{
 		std::string load = CycleLoad(g.stack()), unload = UnloadCommand(g.stack());
@@ -600,6 +913,57 @@ protected:
 			return "unexpected output: " + r.output;
 		return "";
 	}
+
+	// One cycle in which OpenSM must bring the reloaded port ACTIVE. The
+	// emulated link stays up across the HCA's reset, so the SM would not
+	// notice the port by itself; real hardware retrains the link, which
+	// is done here through the fabric (a kill -HUP of OpenSM does not
+	// bring it back in the back-to-back fabric). "" or what went wrong.
+	static std::string CheckedCycle(Guest &g, int i)
+	{
+		std::string at = "cycle " + std::to_string(i) + " (SM checked): ";
+		auto l = g.exec(CycleLoad(g.stack()), 120s);
+		if (!l.ok())
+			return at + "loading failed: " + l.output;
+		if (lab_->fabric("link vm0:1 down").rfind("ok", 0) != 0)
+			return at + "the fabric refused to take the link down";
+		std::this_thread::sleep_for(2s);
+		if (lab_->fabric("link vm0:1 up").rfind("ok", 0) != 0)
+			return at + "the fabric refused to bring the link up";
+		auto w = WaitPortActive(g, 90);
+		if (!w.ok())
+			return at + "port not ACTIVE: " + w.output + "\nopensm log:\n" +
+			       guest("vm1").exec("tail -20 /tmp/opensm.log", 30s).output;
+		std::string sm = Cat(g, kPort + "/sm_lid"), lid1 = Cat(guest("vm1"), kPort + "/lid");
+		if (sm != lid1)
+			return at + "SM LID " + sm + ", but vm1 (the SM) has LID " + lid1;
+		auto u = g.exec(UnloadCommand(g.stack()), 120s);
+		if (!u.ok())
+			return at + "unloading failed: " + u.output;
+		return "";
+	}
+
+	// Cycles first..first+n-1, every kSmEvery-th of them SM-checked.
+	static std::string CyclesUnderSm(Guest &g, int first, int n)
+	{
+		for (int i = first; i < first + n;) {
+			if (i % kSmEvery == 0) {
+				std::string e = CheckedCycle(g, i);
+				if (!e.empty())
+					return e;
+				i++;
+				continue;
+			}
+			int next = std::min(first + n, (i / kSmEvery + 1) * kSmEvery);
+			std::string e = Cycles(g, i, next - i);
+			if (!e.empty())
+				return e;
+			i = next;
+		}
+		return "";
+	}
+
+	static constexpr int kSmEvery = 10;
 };
 
 // Caches whose active objects grew by at least one per cycle in both
@@ -627,6 +991,14 @@ std::string Leaks(const MemSnap &a, const MemSnap &b, const MemSnap &c, int half
 			out += "meminfo " + field + ": " + std::to_string(a.meminfo.at(field)) + " -> " +
 			       std::to_string(b.meminfo.at(field)) + " -> " + std::to_string(c.meminfo.at(field)) + " kB\n";
 	}
+	// Pages straight from the page allocator (DMA-coherent buffers, ICM,
+	// rings, UAR/doorbell pages) show only as fewer free pages: at most
+	// 40 pages less per half (a page per cycle is 50).
+	const long kFreePagesPerHalf = 40;
+	if (a.free_pages >= 0 && b.free_pages >= 0 && c.free_pages >= 0 &&
+	    a.free_pages - b.free_pages > kFreePagesPerHalf && b.free_pages - c.free_pages > kFreePagesPerHalf)
+		out += "nr_free_pages: " + std::to_string(a.free_pages) + " -> " + std::to_string(b.free_pages) +
+		       " -> " + std::to_string(c.free_pages) + "\n";
 	// Over the whole run, MemAvailable may drop by 8 MiB at most.
 	if (a.meminfo.count("MemAvailable") && c.meminfo.count("MemAvailable") &&
 	    a.meminfo.at("MemAvailable") - c.meminfo.at("MemAvailable") > 8192)
@@ -645,24 +1017,29 @@ TEST_F(OursReload, HundredCyclesUnderOpenSmLeaveNoLeak)
 	// the thresholds stay those of 100 cycles.
 	const char *env = std::getenv("IBSTACK_RELOAD_CYCLES");
 	const int half = (env ? std::max(2, std::atoi(env)) : 100) / 2;
+	auto t0 = std::chrono::steady_clock::now();
 	ASSERT_EQ(Cycles(g, 1, 5), "");
 	MemSnap a = Snapshot(g);
-	ASSERT_EQ(Cycles(g, 6, half), "");
+	EXPECT_EQ(OurWarnings(g), "") << "after the warm-up";
+	ASSERT_EQ(CyclesUnderSm(g, 6, half), "");
 	MemSnap b = Snapshot(g);
-	ASSERT_EQ(Cycles(g, 6 + half, half), "");
+	EXPECT_EQ(OurWarnings(g), "") << "after the first half";
+	ASSERT_EQ(CyclesUnderSm(g, 6 + half, half), "");
 	MemSnap c = Snapshot(g);
 	ASSERT_FALSE(a.slab_active.empty());
 	ASSERT_FALSE(a.meminfo.empty());
+	ASSERT_GE(a.free_pages, 0);
+	// The numbers, for the log (the noise of a run shows here).
+	std::printf("cycles: %d in %lld s; nr_free_pages %ld -> %ld -> %ld; MemAvailable %ld -> %ld -> %ld kB\n",
+		    5 + 2 * half,
+		    (long long)std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
+			    .count(),
+		    a.free_pages, b.free_pages, c.free_pages, a.meminfo["MemAvailable"], b.meminfo["MemAvailable"],
+		    c.meminfo["MemAvailable"]);
 	EXPECT_EQ(Leaks(a, b, c, 50), "");
+	EXPECT_EQ(OurWarnings(g), "") << "after the second half";
 	// And the set still works: loaded once more, OpenSM brings it ACTIVE.
-	ASSERT_TRUE(Ok(Run(g, CycleLoad(g.stack()))));
-	// The emulated link stays up across the HCA's reset, so the SM does not
-	// notice the port by itself; real hardware retrains the link, which is
-	// done here through the fabric.
-	ASSERT_EQ(lab_->fabric("link vm0:1 down").rfind("ok", 0), 0u);
-	std::this_thread::sleep_for(2s);
-	ASSERT_EQ(lab_->fabric("link vm0:1 up").rfind("ok", 0), 0u);
-	EXPECT_TRUE(Ok(WaitPortActive(g, 120)));
+	EXPECT_EQ(CheckedCycle(g, 6 + 2 * half), "");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -124,32 +125,53 @@ protected:
 	}
 };
 
+// The value of "Name:....value" in smpquery/perfquery output, if present.
+std::optional<long long> Number(const std::string &out, const std::string &name)
+{
+	std::smatch m;
+	if (!std::regex_search(out, m, std::regex("(^|\\n)" + name + ":\\.*((0x)?[0-9a-fA-F]+)")))
+		return std::nullopt;
+	return std::stoll(m[2], nullptr, 0);
+}
+
 TEST_F(Traffic, SaAndPmaQueriesByLid)
 {
+	// The SM's PortInfoRecord (its IsSM port) is there.
 	auto sa = Run(guest("vm1"), "saquery -s");
 	ASSERT_TRUE(Ok(sa));
-	EXPECT_NE(sa.output.find("IsSM ports"), std::string::npos) << sa.output;
+	std::regex record("PortInfoRecord dump");
+	EXPECT_GE(std::distance(std::sregex_iterator(sa.output.begin(), sa.output.end(), record),
+				std::sregex_iterator()),
+		  1)
+		<< sa.output;
+	// LID 1 is vm0 (OpenSM's own port): its link is up and ACTIVE.
 	auto pi = Run(guest("vm1"), "smpquery portinfo 1 1");
 	ASSERT_TRUE(Ok(pi));
-	EXPECT_NE(pi.output.find("LinkUp"), std::string::npos) << pi.output;
-	EXPECT_NE(pi.output.find("Active"), std::string::npos) << pi.output;
+	EXPECT_TRUE(std::regex_search(pi.output, std::regex("(^|\\n)LinkState:\\.+Active\\n"))) << pi.output;
+	EXPECT_TRUE(std::regex_search(pi.output, std::regex("(^|\\n)PhysLinkState:\\.+LinkUp\\n"))) << pi.output;
+	// Its PMA: the SM's sweeps and IPoIB's joins have been sent already.
 	auto pq = Run(guest("vm1"), "perfquery 1 1");
 	ASSERT_TRUE(Ok(pq));
-	EXPECT_NE(pq.output.find("PortXmitData"), std::string::npos) << pq.output;
+	EXPECT_GT(Number(pq.output, "PortXmitData").value_or(-1), 0) << pq.output;
+	EXPECT_GT(Number(pq.output, "PortXmitPkts").value_or(-1), 0) << pq.output;
 }
 
 // PortXmitData of the local port (perfquery, 4-byte words) before and after
-// traffic: the counters count what really crossed.
+// traffic: the counters count what really crossed. Both readings must work.
 TEST_F(Traffic, PortCountersMoveWithTraffic)
 {
-	auto words = [&](Guest &g) -> unsigned long {
-		auto r = g.exec("perfquery | sed -n 's/^PortXmitData:\\.*//p'", 60s);
-		return r.ok() && !r.output.empty() ? std::stoul(r.output) : 0;
+	auto words = [&](Guest &g) -> std::optional<long long> {
+		auto r = g.exec("perfquery", 60s);
+		if (!r.ok())
+			return std::nullopt;
+		return Number(r.output, "PortXmitData");
 	};
-	unsigned long before = words(guest("vm1"));
+	auto before = words(guest("vm1"));
+	ASSERT_TRUE(before.has_value()) << "the first perfquery failed";
 	ASSERT_TRUE(Ok(Run(guest("vm1"), std::string("ping -c 20 -i 0.2 -s 1000 ") + kServerIp)));
-	unsigned long after = words(guest("vm1"));
-	EXPECT_GE(after - before, 20ul * 1000 / 4) << "before " << before << " after " << after;
+	auto after = words(guest("vm1"));
+	ASSERT_TRUE(after.has_value()) << "the second perfquery failed";
+	EXPECT_GE(*after - *before, 20ll * 1000 / 4) << "before " << *before << " after " << *after;
 }
 
 TEST_F(Traffic, IpoibPingDatagramMode)
