@@ -16,7 +16,8 @@ export IBSTACK_CACHE := $(CACHE)
 SHELL := /bin/bash
 
 .PHONY: all modules modules_install cpp qemu deps check check-unit check-vm \
-	check-lint check-kunit check-tests checkpatch demo clean help
+	check-lint check-kunit check-tests checkpatch demo clean help \
+	debug-kernel modules-debug
 
 all: modules cpp
 
@@ -26,6 +27,8 @@ help:
 	@echo "make modules_install  install into /lib/modules/\$$KVER/updates and run depmod"
 	@echo "make checkpatch       checkpatch --strict on our kernel sources"
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
+	@echo "make debug-kernel     build (or fetch from cache) the debug guest kernel"
+	@echo "make modules-debug    our modules and the lane canary against the debug kernel"
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
@@ -80,21 +83,59 @@ qemu:
 deps:
 	.ci/deps
 
+# --- the debug kernel lane (Documentation/lab.md) --------------------------
+# The debug guest kernel (KASAN, lockdep, kmemleak, ...) is built from
+# Debian's linux-source-6.1 and cached by input hash; build/debug-kernel
+# points at it. Our modules are built against it from a copy of their
+# sources (so the objects of `make modules` stay as they are) and collected
+# into build/modules-debug; the lane's canary module into build/canary-debug.
+DEBUG_KERNEL = $(BUILD)/debug-kernel
+MODULES_DEBUG_DIR = $(BUILD)/modules-debug
+CANARY_DEBUG_DIR = $(BUILD)/canary-debug
+DEBUG_SRC = $(BUILD)/debug-src
+
+debug-kernel:
+	@mkdir -p $(BUILD)
+	@dir=$$(JOBS=$(JOBS) tests/lab/debug-kernel/build.sh $(CACHE) | tail -1) && test -e "$$dir/.complete" && \
+	  ln -sfn "$$dir" $(DEBUG_KERNEL) && \
+	  echo "debug-kernel: $$(cat $$dir/release) (built in $$(cat $$dir/build-seconds) s) -> $$dir"
+
+# Sources are copied with cp -u (Kbuild rebuilds what changed); a file
+# added or removed starts the copy afresh, so no stale module is built.
+modules-debug: debug-kernel
+	@set -e; files=$$(find Kbuild drivers include tests/kmod -type f \
+	    \( -name '*.[chS]' ! -name '*.mod.c' -o -name Kbuild -o -name Makefile \) | sort); \
+	  sum=$$(echo "$$files" | sha256sum | cut -c1-16); \
+	  if [ "$$(cat $(DEBUG_SRC)/.files 2>/dev/null)" != "$$sum" ]; then \
+	    rm -rf $(DEBUG_SRC) && mkdir -p $(DEBUG_SRC) && echo "$$sum" > $(DEBUG_SRC)/.files; fi; \
+	  cp -u --parents -p $$files $(DEBUG_SRC)/
+	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC) modules
+	@rm -rf $(MODULES_DEBUG_DIR) && mkdir -p $(MODULES_DEBUG_DIR) && \
+	  for m in $$(sed 's/\.o$$/.ko/' $(DEBUG_SRC)/modules.order); do \
+	    case $$m in tests/kmod/lane_canary/*) continue;; esac; \
+	    cp $(DEBUG_SRC)/$$m $(MODULES_DEBUG_DIR)/ || exit 1; done && \
+	  echo "modules-debug: $$(ls $(MODULES_DEBUG_DIR) | tr '\n' ' ')-> $(MODULES_DEBUG_DIR)"
+	@mkdir -p $(DEBUG_SRC)-canary && cp -u -p tests/kmod/lane_canary/Kbuild tests/kmod/lane_canary/*.c $(DEBUG_SRC)-canary/
+	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC)-canary modules
+	@rm -rf $(CANARY_DEBUG_DIR) && mkdir -p $(CANARY_DEBUG_DIR) && \
+	  cp $(DEBUG_SRC)-canary/lane_canary.ko $(CANARY_DEBUG_DIR)/ && echo "canary: -> $(CANARY_DEBUG_DIR)"
+
 # --- tests -----------------------------------------------------------------
+# Each stage's wall time goes to build/stage-times.txt, printed at the end.
 check:
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory deps && \
-	$(MAKE) --no-print-directory all && \
-	$(MAKE) --no-print-directory qemu && \
-	$(MAKE) --no-print-directory check-lint && \
-	$(MAKE) --no-print-directory check-kunit && \
-	$(MAKE) --no-print-directory check-tests; rc=$$?; \
+	@start=$$(date +%s); mkdir -p $(BUILD); times=$(BUILD)/stage-times.txt; : >$$times; \
+	stage() { local t=$$(date +%s) rc; $(MAKE) --no-print-directory $$1; rc=$$?; \
+	  printf '%-14s %5d s%s\n' $$1 $$(( $$(date +%s) - t )) "$$([ $$rc -eq 0 ] || echo ' (failed)')" >>$$times; \
+	  return $$rc; }; \
+	stage deps && stage all && stage qemu && stage debug-kernel && stage modules-debug && \
+	stage check-lint && stage check-kunit && stage check-tests; rc=$$?; \
 	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
 	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
 	echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="; \
 	sed 1d $(BUILD)/lab/mad_rate.txt 2>/dev/null || echo "not run"; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
+	echo "=== stage times ==="; cat $$times; \
 	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
 	grep -h "tests passed.*tests failed out of" $(BUILD)/ctest.log 2>/dev/null | tail -1; \
 	exit $$rc
