@@ -49,7 +49,7 @@ static void canary_lock(void)
 static void canary_sleep(void)
 {
 	spin_lock(&canary_spin);
-	msleep(1);
+	msleep(20);
 	spin_unlock(&canary_spin);
 }
 
