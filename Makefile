@@ -85,7 +85,8 @@ deps:
 
 # --- the debug kernel lane (Documentation/lab.md) --------------------------
 # The debug guest kernel (KASAN, lockdep, kmemleak, ...) is built from
-# Debian's linux-source-6.1 and cached by input hash; build/debug-kernel
+# Debian's linux-source-6.1 and cached by input hash (unfinished builds of
+# other keys are removed); build/debug-kernel
 # points at it. Our modules are built against it from a copy of their
 # sources (so the objects of `make modules` stay as they are) and collected
 # into build/modules-debug; the lane's canary module into build/canary-debug.
@@ -98,7 +99,9 @@ debug-kernel:
 	@mkdir -p $(BUILD)
 	@dir=$$(JOBS=$(JOBS) tests/lab/debug-kernel/build.sh $(CACHE) | tail -1) && test -e "$$dir/.complete" && \
 	  ln -sfn "$$dir" $(DEBUG_KERNEL) && \
-	  echo "debug-kernel: $$(cat $$dir/release) (built in $$(cat $$dir/build-seconds) s) -> $$dir"
+	  echo "debug-kernel: $$(cat $$dir/release) (built in $$(cat $$dir/build-seconds) s) -> $$dir" && \
+	  for d in $(CACHE)/debug-kernel-*/; do d=$${d%/}; \
+	    [ "$$d" = "$$dir" ] || [ -e "$$d/.complete" ] || flock -n "$$d.lock" rm -rf "$$d"; done
 
 # Sources are copied with cp -u (Kbuild rebuilds what changed); a file
 # added or removed starts the copy afresh, so no stale module is built.
@@ -112,7 +115,7 @@ modules-debug: debug-kernel
 	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC) modules
 	@rm -rf $(MODULES_DEBUG_DIR) && mkdir -p $(MODULES_DEBUG_DIR) && \
 	  for m in $$(sed 's/\.o$$/.ko/' $(DEBUG_SRC)/modules.order); do \
-	    case $$m in tests/kmod/lane_canary/*) continue;; esac; \
+	    m=$${m#$(DEBUG_SRC)/}; case $$m in tests/kmod/lane_canary/*) continue;; esac; \
 	    cp $(DEBUG_SRC)/$$m $(MODULES_DEBUG_DIR)/ || exit 1; done && \
 	  echo "modules-debug: $$(ls $(MODULES_DEBUG_DIR) | tr '\n' ' ')-> $(MODULES_DEBUG_DIR)"
 	@mkdir -p $(DEBUG_SRC)-canary && cp -u -p tests/kmod/lane_canary/Kbuild tests/kmod/lane_canary/*.c $(DEBUG_SRC)-canary/

@@ -7,12 +7,11 @@
  *
  *   modprobe lane_canary fault=none    nothing wrong (nothing may be reported)
  *   modprobe lane_canary fault=lock    lock-order inversion (lockdep)
- *   modprobe lane_canary fault=sleep   sleeping under a spinlock
+ *   modprobe lane_canary fault=sleep   a mutex taken under a spinlock
  *                                      (DEBUG_ATOMIC_SLEEP)
  *   modprobe lane_canary fault=uaf     use after free (KASAN)
  *   modprobe lane_canary fault=leak    an object nobody points to (kmemleak)
  */
-#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
@@ -30,8 +29,13 @@ MODULE_PARM_DESC(fault, "the bug to commit at load: none, lock, sleep, uaf or le
 static DEFINE_MUTEX(canary_a);
 static DEFINE_MUTEX(canary_b);
 
-/* Held by canary_sleep() around an msleep(), which is the bug. */
+/*
+ * Held by canary_sleep() around a mutex_lock() of canary_c, which is the
+ * bug (mutex_lock() may sleep; uncontended, it does not, so only
+ * DEBUG_ATOMIC_SLEEP's check sees it).
+ */
 static DEFINE_SPINLOCK(canary_spin);
+static DEFINE_MUTEX(canary_c);
 
 static void canary_lock(void)
 {
@@ -49,7 +53,8 @@ static void canary_lock(void)
 static void canary_sleep(void)
 {
 	spin_lock(&canary_spin);
-	msleep(20);
+	mutex_lock(&canary_c);
+	mutex_unlock(&canary_c);
 	spin_unlock(&canary_spin);
 }
 

@@ -448,11 +448,14 @@ std::vector<DmesgHit> Guest::check_new_dmesg()
 
 namespace {
 
-// kmemleak reports an object only once it is 5 s old, and only after a scan.
+// kmemleak reports an object only once it is 5 s old, and only when a scan
+// finds it unreferenced with the same contents as the scan before (the
+// first scan to see an object takes its checksum): hence two scans.
 std::string kmemleak_command(std::chrono::seconds settle)
 {
 	const std::string f = "/sys/kernel/debug/kmemleak";
-	return "sleep " + std::to_string(settle.count()) + " && echo scan > " + f + " && cat " + f;
+	return "sleep " + std::to_string(settle.count()) + " && echo scan > " + f + " && echo scan > " + f +
+	       " && cat " + f;
 }
 
 std::vector<DmesgHit> kmemleak_hits(const std::string &dir, const DmesgChecker &checker, const ExecResult &r)
