@@ -138,6 +138,7 @@ check:
 	sed 1d $(BUILD)/lab/mad_rate.txt 2>/dev/null || echo "not run"; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
+	cat $(BUILD)/lab/timings-debug.txt 2>/dev/null || echo "debug guest boot-to-shell: not measured"; \
 	echo "=== stage times ==="; cat $$times; \
 	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
 	grep -h "tests passed.*tests failed out of" $(BUILD)/ctest.log 2>/dev/null | tail -1; \
