@@ -130,7 +130,7 @@ check:
 	stage() { local t=$$(date +%s) rc; $(MAKE) --no-print-directory $$1; rc=$$?; \
 	  printf '%-14s %5d s%s\n' $$1 $$(( $$(date +%s) - t )) "$$([ $$rc -eq 0 ] || echo ' (failed)')" >>$$times; \
 	  return $$rc; }; \
-	stage deps && stage all && stage qemu && stage debug-kernel && stage modules-debug && \
+	stage deps && stage all && stage qemu && \
 	stage check-lint && stage check-kunit && stage check-tests; rc=$$?; \
 	echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="; \
 	$(BUILD)/emulator/bench/rdma_write_bench --benchmark_min_time=0.2 2>/dev/null | grep '^ratio' || true; \
@@ -138,7 +138,6 @@ check:
 	sed 1d $(BUILD)/lab/mad_rate.txt 2>/dev/null || echo "not run"; \
 	echo "=== timings ==="; \
 	cat $(BUILD)/lab/timings.txt 2>/dev/null || echo "guest boot-to-shell: not measured"; \
-	cat $(BUILD)/lab/timings-debug.txt 2>/dev/null || echo "debug guest boot-to-shell: not measured"; \
 	echo "=== stage times ==="; cat $$times; \
 	echo "make check wall time: $$(( $$(date +%s) - start )) s"; \
 	grep -h "tests passed.*tests failed out of" $(BUILD)/ctest.log 2>/dev/null | tail -1; \
