@@ -31,7 +31,8 @@ SHELL := /bin/bash
 
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
 	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
-	checkpatch demo clean help asan check-asan check-fuzz fuzz
+	checkpatch demo clean help asan check-asan check-fuzz fuzz \
+	debug-kernel modules-debug
 
 all: modules test-modules cpp
 
@@ -42,6 +43,8 @@ help:
 	@echo "make modules_install  install into /lib/modules/\$$KVER/updates and run depmod"
 	@echo "make checkpatch       checkpatch --strict on our kernel sources"
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
+	@echo "make debug-kernel     build (or fetch from cache) the debug guest kernel"
+	@echo "make modules-debug    our modules and the lane canary against the debug kernel"
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
 	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
@@ -108,6 +111,46 @@ qemu:
 
 deps:
 	.ci/deps
+
+# --- the debug kernel lane (Documentation/lab.md) --------------------------
+# The debug guest kernel (KASAN, lockdep, kmemleak, ...) is built from
+# Debian's linux-source-6.1 and cached by input hash (unfinished builds of
+# other keys are removed); build/debug-kernel
+# points at it. Our modules are built against it from a copy of their
+# sources (so the objects of `make modules` stay as they are) and collected
+# into build/modules-debug; the lane's canary module into build/canary-debug.
+DEBUG_KERNEL = $(BUILD)/debug-kernel
+MODULES_DEBUG_DIR = $(BUILD)/modules-debug
+CANARY_DEBUG_DIR = $(BUILD)/canary-debug
+DEBUG_SRC = $(BUILD)/debug-src
+
+debug-kernel:
+	@mkdir -p $(BUILD)
+	@dir=$$(JOBS=$(JOBS) tests/lab/debug-kernel/build.sh $(CACHE) | tail -1) && test -e "$$dir/.complete" && \
+	  ln -sfn "$$dir" $(DEBUG_KERNEL) && \
+	  echo "debug-kernel: $$(cat $$dir/release) (built in $$(cat $$dir/build-seconds) s) -> $$dir" && \
+	  for d in $(CACHE)/debug-kernel-*/; do d=$${d%/}; \
+	    [ "$$d" = "$$dir" ] || [ -e "$$d/.complete" ] || flock -n "$$d.lock" rm -rf "$$d"; done
+
+# Sources are copied with cp -u (Kbuild rebuilds what changed); a file
+# added or removed starts the copy afresh, so no stale module is built.
+modules-debug: debug-kernel
+	@set -e; files=$$(find Kbuild drivers include tests/kmod -type f \
+	    \( -name '*.[chS]' ! -name '*.mod.c' -o -name Kbuild -o -name Makefile \) | sort); \
+	  sum=$$(echo "$$files" | sha256sum | cut -c1-16); \
+	  if [ "$$(cat $(DEBUG_SRC)/.files 2>/dev/null)" != "$$sum" ]; then \
+	    rm -rf $(DEBUG_SRC) && mkdir -p $(DEBUG_SRC) && echo "$$sum" > $(DEBUG_SRC)/.files; fi; \
+	  cp -u --parents -p $$files $(DEBUG_SRC)/
+	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC) modules
+	@rm -rf $(MODULES_DEBUG_DIR) && mkdir -p $(MODULES_DEBUG_DIR) && \
+	  for m in $$(sed 's/\.o$$/.ko/' $(DEBUG_SRC)/modules.order); do \
+	    m=$${m#$(DEBUG_SRC)/}; case $$m in tests/kmod/lane_canary/*) continue;; esac; \
+	    cp $(DEBUG_SRC)/$$m $(MODULES_DEBUG_DIR)/ || exit 1; done && \
+	  echo "modules-debug: $$(ls $(MODULES_DEBUG_DIR) | tr '\n' ' ')-> $(MODULES_DEBUG_DIR)"
+	@mkdir -p $(DEBUG_SRC)-canary && cp -u -p tests/kmod/lane_canary/Kbuild tests/kmod/lane_canary/*.c $(DEBUG_SRC)-canary/
+	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC)-canary modules
+	@rm -rf $(CANARY_DEBUG_DIR) && mkdir -p $(CANARY_DEBUG_DIR) && \
+	  cp $(DEBUG_SRC)-canary/lane_canary.ko $(CANARY_DEBUG_DIR)/ && echo "canary: -> $(CANARY_DEBUG_DIR)"
 
 # --- tests -----------------------------------------------------------------
 # make check runs these stages in order (tests/check.sh): it times each, keeps

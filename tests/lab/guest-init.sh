@@ -9,6 +9,8 @@
 #                          ours: copy the modules of the 9p share "iblabmods"
 #                          into /lib/modules/$KVER/updates and run depmod
 #   iblab.share=TAG:PATH,...  more read-only 9p shares, mounted at PATH
+#   iblab.kmod=1           the kernel is not the host's: its modules come
+#                          from the 9p share "iblabkmod" (/lib/modules/$KVER)
 # Output goes to the console (serial log) and to the kernel log.
 export PATH=/bin
 /bin/busybox --install -s /bin
@@ -23,12 +25,13 @@ die() {
 	sleep 10
 }
 
-name=guest; mode=upstream; shares=
+name=guest; mode=upstream; shares=; kmod=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	iblab.name=*) name=${arg#iblab.name=} ;;
 	iblab.mode=*) mode=${arg#iblab.mode=} ;;
 	iblab.share=*) shares=${arg#iblab.share=} ;;
+	iblab.kmod=*) kmod=${arg#iblab.kmod=} ;;
 	esac
 done
 kver=$(uname -r)
@@ -42,6 +45,12 @@ mkdir -p $R
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot $R || die "cannot mount the host root"
 mount -t tmpfs -o mode=0755 tmpfs $R/run || die "tmpfs /run"
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp || die "tmpfs /tmp"
+if [ -n "$kmod" ]; then
+	mount -t tmpfs -o mode=0755 tmpfs $R/lib/modules || die "tmpfs /lib/modules"
+	mkdir -p $R/lib/modules/$kver
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 iblabkmod $R/lib/modules/$kver ||
+		die "cannot mount the kernel's modules (share iblabkmod)"
+fi
 O=$R/run/iblab/ovl
 for d in etc var root lib/modules/$kver; do
 	t=$(echo "$d" | tr / _)

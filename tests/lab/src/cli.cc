@@ -25,6 +25,8 @@ const char *const kUsage = R"(usage:
     --qemu PATH          (default $IBLAB_QEMU or <build>/qemu/qemu-system-x86_64)
     --emulator PATH      (default $IBLAB_EMULATOR or <build>/emulator/server/ibemu)
     --kernel VERSION     guest kernel (default newest /boot/vmlinuz-6.1.*)
+    --kernel-dir DIR     a kernel of its own: DIR/boot/vmlinuz-*, DIR/lib/modules/*
+                         (default $IBLAB_KERNEL_DIR; e.g. build/debug-kernel)
     --share DIR          extra read-only 9p share, same path in the guests
     --dmesg-ignore REGEX do not fail on dmesg lines matching REGEX
     --emulator-log-level info|debug
@@ -136,6 +138,8 @@ RunArgs parse_run(const std::vector<std::string> &args)
 			r.lab.emulator = value();
 		else if (a == "--kernel")
 			r.lab.kernel = value();
+		else if (a == "--kernel-dir")
+			r.lab.kernel_dir = value();
 		else if (a == "--share")
 			r.lab.shares.push_back(value());
 		else if (a == "--dmesg-ignore")

@@ -254,6 +254,7 @@ std::string build_initramfs(const InitramfsSpec &spec)
 std::string cached_initramfs(const InitramfsSpec &spec, const std::string &cache_dir)
 {
 	uint64_t h = fnv1a64(spec.kernel_version);
+	h = fnv1a64(spec.modules_dir, h);  // the same release can come from two kernel trees
 	h = fnv1a64(spec.init_script, h);
 	for (const auto &m : spec.modules)
 		h = fnv1a64(m + "\n", h);

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -444,6 +446,40 @@ std::vector<DmesgHit> Guest::check_new_dmesg()
 	return hits;
 }
 
+namespace {
+
+// kmemleak reports an object only once it is 5 s old, and only when a scan
+// finds it unreferenced with the same contents as the scan before (the
+// first scan to see an object takes its checksum): hence two scans.
+std::string kmemleak_command(std::chrono::seconds settle)
+{
+	const std::string f = "/sys/kernel/debug/kmemleak";
+	return "sleep " + std::to_string(settle.count()) + " && echo scan > " + f + " && echo scan > " + f +
+	       " && cat " + f;
+}
+
+std::vector<DmesgHit> kmemleak_hits(const std::string &dir, const DmesgChecker &checker, const ExecResult &r)
+{
+	if (r.status != 0 || !r.error.empty())
+		return {{0, "could not scan kmemleak: " + r.describe() + ": " + r.output, "no-kmemleak"}};
+	std::ofstream(dir + "/kmemleak.txt", std::ios::trunc) << r.output;
+	std::vector<DmesgHit> hits;
+	for (auto &h : checker.check(r.output))
+		if (h.rule == "kmemleak")
+			hits.push_back(std::move(h));
+	return hits;
+}
+
+}  // namespace
+
+std::vector<DmesgHit> Guest::check_kmemleak(std::chrono::seconds settle)
+{
+	if (!kmemleak_)
+		return {};
+	auto r = exec(kmemleak_command(settle), settle + 300s);
+	return kmemleak_hits(dir_, lab_.checker(), r);
+}
+
 // ---------------------------------------------------------------------------
 // Lab
 
@@ -516,7 +552,20 @@ void Lab::start()
 			throw std::runtime_error("modules directory " + opts_.modules_dir + " does not exist");
 	}
 
-	KernelInfo k = find_kernel(opts_.kernel);
+	if (opts_.kernel_dir.empty())
+		if (const char *e = std::getenv("IBLAB_KERNEL_DIR"); e && *e)
+			opts_.kernel_dir = e;
+	KernelInfo k;
+	if (opts_.kernel_dir.empty()) {
+		k = find_kernel(opts_.kernel);
+	} else {
+		std::string d = fs::absolute(opts_.kernel_dir).lexically_normal().string();
+		if (!fs::is_directory(d + "/boot") || !fs::is_directory(d + "/lib/modules"))
+			throw std::runtime_error("kernel directory " + d + " has no boot/ and lib/modules/ "
+						 "(the debug kernel: `make debug-kernel`)");
+		k = find_kernel(opts_.kernel, d + "/boot", d + "/lib/modules");
+		own_kernel_ = true;
+	}
 	kernel_version_ = k.version;
 	kernel_image_ = k.image;
 	modules_dir_ = k.modules_dir;
@@ -539,7 +588,7 @@ void Lab::start()
 
 	{
 		std::ofstream info(run_dir_ + "/lab.txt");
-		info << "kernel " << kernel_version_ << "\nqemu " << opts_.qemu << "\n";
+		info << "kernel " << kernel_version_ << " " << kernel_image_ << "\nqemu " << opts_.qemu << "\n";
 		info << "emulator " << (opts_.hca ? opts_.emulator : "(none: no HCA)") << "\n";
 		info << "initramfs " << initramfs << "\n";
 		if (!opts_.modules_dir.empty())
@@ -594,6 +643,7 @@ void Lab::start()
 			}
 			g.boot_seconds_ = std::chrono::duration<double>(Clock::now() - g.qemu_started_).count();
 			std::ofstream(g.dir() + "/boot_time.txt") << g.boot_seconds_ << "\n";
+			g.kmemleak_ = g.exec("test -w /sys/kernel/debug/kmemleak", 30s).ok();
 		}
 	} catch (...) {
 		kill_all();
@@ -701,6 +751,13 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 		a.push_back("local,path=" + our_modules_share_ +
 			    ",mount_tag=iblabmods,security_model=none,readonly=on,multidevs=remap");
 	}
+	// A kernel of the lab's own: its modules appear at /lib/modules/<release>.
+	if (own_kernel_) {
+		a.push_back("-virtfs");
+		a.push_back("local,path=" + modules_dir_ +
+			    ",mount_tag=iblabkmod,security_model=none,readonly=on,multidevs=remap");
+		cmdline += " iblab.kmod=1";
+	}
 	std::string shares;
 	for (size_t i = 0; i < opts_.shares.size(); i++) {
 		std::string p = fs::absolute(opts_.shares[i]).lexically_normal().string();
@@ -736,6 +793,20 @@ LabReport Lab::shutdown()
 	if (shut_down_ || !started_)
 		return rep;
 	stop_control();
+	// Leak scans first (all guests at once: each waits for kmemleak's
+	// minimum object age), so that their dmesg lines are checked below.
+	std::map<Guest *, std::shared_ptr<PendingExec>> scans;
+	for (auto &gp : guests_)
+		if (gp->kmemleak_ && gp->qemu_.running() && gp->agent_.connected())
+			scans[gp.get()] = gp->start_exec(kmemleak_command(6s), 300s);
+	for (auto &[g, p] : scans) {
+		if (!p->wait_for(360s))
+			g->kill(p->id());
+		ExecResult r = p->done() ? p->result() : ExecResult{-1, {}, true, "no answer", 0};
+		for (const auto &h : kmemleak_hits(g->dir(), checker_, r))
+			rep.problems.push_back("guest " + g->name() + ": " + g->dir() + "/kmemleak.txt:" +
+					       std::to_string(h.line_no) + ": [" + h.rule + "] " + h.line);
+	}
 	for (auto &gp : guests_) {
 		Guest &g = *gp;
 		std::set<std::string> seen;

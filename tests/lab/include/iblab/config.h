@@ -7,6 +7,8 @@
 //   IBLAB_EMULATOR   fabric emulator (default: <build>/emulator/server/ibemu)
 //   IBLAB_AGENT      guest agent binary (default: the one built with the lab)
 //   IBLAB_KERNEL     guest kernel version (default: newest /boot/vmlinuz-6.1.*)
+//   IBLAB_KERNEL_DIR a kernel of the lab's own instead of the host's (the
+//                    debug kernel: <dir>/boot/vmlinuz-*, <dir>/lib/modules/*)
 //   IBLAB_BUILD_DIR  build directory; runs go to <build>/lab/<run-id>
 #pragma once
 

@@ -57,6 +57,12 @@ struct LabOptions {
 	std::string emulator;     // empty: default_emulator()
 	std::string agent;        // empty: default_agent()
 	std::string kernel;       // version; empty: find_kernel()
+	// A kernel of its own instead of the host's: a directory with
+	// boot/vmlinuz-<release> and lib/modules/<release>, such as the debug
+	// kernel of tests/lab/debug-kernel/build.sh. Its modules directory is
+	// shared into the guests at /lib/modules/<release>. Empty:
+	// $IBLAB_KERNEL_DIR, and if that is empty too, the host's kernel.
+	std::string kernel_dir;
 	std::string build_dir;    // empty: default_build_dir()
 	std::string run_dir;      // empty: <build_dir>/lab/<run id>
 	std::string cache_dir;    // empty: <build_dir>/lab/cache
@@ -165,6 +171,14 @@ public:
 	// Checks the dmesg lines logged since the previous call (by timestamp).
 	// Returns the bad lines; saves the dmesg as dmesg.txt.
 	std::vector<DmesgHit> check_new_dmesg();
+	// On a kernel with kmemleak (the debug kernel): waits `settle` (kmemleak
+	// reports only objects older than 5 s), scans, and returns the
+	// "unreferenced object" lines of /sys/kernel/debug/kmemleak (the whole
+	// report is saved as kmemleak.txt). Empty without kmemleak; a hit with
+	// rule "no-kmemleak" if the scan could not be run.
+	std::vector<DmesgHit> check_kmemleak(std::chrono::seconds settle = std::chrono::seconds(6));
+	// True when the guest's kernel has kmemleak (checked once, after boot).
+	bool has_kmemleak() const { return kmemleak_; }
 
 	bool qemu_running();
 
@@ -180,6 +194,7 @@ private:
 	AgentConnection agent_;
 	std::chrono::steady_clock::time_point qemu_started_;
 	double boot_seconds_ = 0;
+	bool kmemleak_ = false;
 	double dmesg_checked_until_ = -1;
 	std::mutex dmesg_mu_;
 };
@@ -210,6 +225,9 @@ public:
 	Guest *find_guest(const std::string &name);
 	std::vector<Guest *> guests();
 	const std::string &run_dir() const { return run_dir_; }
+	// The guests' kernel release and image (known after start()).
+	const std::string &kernel_version() const { return kernel_version_; }
+	const std::string &kernel_image() const { return kernel_image_; }
 	const LabOptions &options() const { return opts_; }
 	const DmesgChecker &checker() const { return checker_; }
 	std::string emulator_socket() const { return run_dir_ + "/ibemu.sock"; }
@@ -235,6 +253,7 @@ private:
 
 	LabOptions opts_;
 	std::string kernel_version_, kernel_image_, modules_dir_;
+	bool own_kernel_ = false;  // kernel_dir: share modules_dir_ into the guests
 	std::string run_dir_;
 	std::string our_modules_share_;
 	DmesgChecker checker_;
