@@ -6,7 +6,6 @@
 #ifndef IB_USER_MAD_PRIV_H
 #define IB_USER_MAD_PRIV_H
 
-#include <linux/sizes.h>
 #include <linux/types.h>
 
 #include <rdma/ib_mad.h>
@@ -17,11 +16,12 @@ enum {
 	UMAD_MAX_AGENTS		= 32,
 	/*
 	 * Data bytes of one RMPP message sent with kernel RMPP (EMSGSIZE
-	 * above): 16 MiB is 83887 SA segments, far more than a GetTable
-	 * answer of a real subnet needs, and bounds what one write() can
-	 * make the kernel hold (the buffers are charged to the writer).
+	 * above): the MAD layer's own cap, IB_MAD_RMPP_MAX_DATA (4 MiB is
+	 * about 20000 SA segments), far more than a GetTable answer of a
+	 * real subnet needs; it bounds what one write() can make the kernel
+	 * hold (the buffers are charged to the writer).
 	 */
-	UMAD_MAX_RMPP_DATA	= SZ_16M,
+	UMAD_MAX_RMPP_DATA	= IB_MAD_RMPP_MAX_DATA,
 	/* The MAD bytes of a write() beyond which nothing can be valid. */
 	UMAD_MAX_MAD_BYTES	= IB_MGMT_MAD_SIZE + UMAD_MAX_RMPP_DATA,
 	/*
