@@ -311,6 +311,20 @@ TEST(Lifecycle, ResetReturnsToPowerOn)
     EXPECT_EQ(d.core().fw_state(), FwState::HcaUp);
 }
 
+// The header belongs to the shim's PCI core, which the reset register does
+// not reset: the guest still reads the command it set, so a driver that
+// restores with pci_restore_state() (only what reads differently) writes
+// nothing back, and the model must not have dropped Bus Master Enable.
+TEST(Lifecycle, ResetKeepsTheCommandTheGuestReads)
+{
+    DriverSim d;
+    d.hca().config_write(4, 2, 0x0006);  // pci_set_master() at probe
+    d.write_be32(0, kResetOffset, 1);    // mthca_reset()
+    EXPECT_EQ(d.hca().config_read(4, 2) & 0x0006, 0x0006u);
+    EXPECT_TRUE(d.hca().config().bus_master());
+    EXPECT_EQ(d.core().fw_state(), FwState::Off);
+}
+
 // Twenty rmmod/modprobe rounds: probe (reset + bring-up), remove.
 TEST(Lifecycle, TwentyRounds)
 {

@@ -16,6 +16,8 @@ bool in_range(uint64_t off, unsigned size, uint64_t base, uint64_t len)
 
 bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || size == 8; }
 
+constexpr unsigned kPciCommand = 0x04;  // PCI command register (header)
+
 // A read of `size` bytes at byte `rel` of a block of big-endian dwords,
 // presented little-endian to the CPU; dword(i) gives dword i.
 template <class Dword>
@@ -55,8 +57,16 @@ void Hca::config_write(unsigned off, unsigned size, uint32_t value)
 void Hca::device_reset()
 {
     IBEMU_INFO(name_, "device reset");
+    // The standard header, the command register with it, is owned by the
+    // shim's PCI core (QEMU), which the HCA's reset register does not
+    // reset: the guest reads back the command it set, and a driver that
+    // restores only the registers that read differently (pci_restore_state)
+    // never writes it again. Keep the model's copy equal to what the
+    // guest sees, so Bus Master Enable survives the reset as it appears to.
+    uint32_t command = cfgspace_.read(kPciCommand, 2);
     core_.power_on();
     cfgspace_.power_on();
+    cfgspace_.write(kPciCommand, 2, command);
     core_.interrupt_mode_changed();
 }
 
