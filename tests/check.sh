@@ -20,6 +20,7 @@ shift
 out=$build/check
 rm -rf "$out" "$build/ctest.log"
 mkdir -p "$out"
+touch "$out/.start"
 
 passed=0 failed=0 skipped=0
 declare -a table
@@ -102,7 +103,7 @@ fi
 echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="
 sed 1d "$build/lab/mad_rate.txt" 2>/dev/null || echo "not run"
 echo "=== timings ==="
-if [ -f "$build/lab/timings.txt" ] && [ "$build/lab/timings.txt" -nt "$out" ]; then
+if [ -f "$build/lab/timings.txt" ] && [ "$build/lab/timings.txt" -nt "$out/.start" ]; then
 	cat "$build/lab/timings.txt"
 else
 	echo "guest boot-to-shell: not measured in this run"
