@@ -30,6 +30,19 @@ namespace {
 constexpr uint64_t MiB = 1ull << 20;
 constexpr uint64_t kRam = 16 * MiB;
 
+// The PCI identity of the test devices here: the HCA's, with one 64 KiB BAR
+// and four MSI-X vectors.
+PciIdentity scratch_identity()
+{
+    PciIdentity id = mthca::build_identity();
+    id.bars = {};
+    id.bars[0] = {64 * 1024, false, false};
+    id.msix_vectors = 4;
+    id.msix_table_offset = 0x8000;
+    id.msix_pba_offset = 0x9000;
+    return id;
+}
+
 // A tiny device for testing the carrier's plumbing where the HCA model has
 // no simple register to play with: a scratch register, and a "DMA" register
 // that writes a value into guest RAM and fires an MSI-X vector.
@@ -37,12 +50,7 @@ class ScratchDevice final : public PciFunction {
 public:
     ScratchDevice(GuestMemory& mem, InterruptSink& irq) : mem_(mem), irq_(irq)
     {
-        id_ = mthca::build_identity();
-        id_.bars = {};
-        id_.bars[0] = {64 * 1024, false, false};
-        id_.msix_vectors = 4;
-        id_.msix_table_offset = 0x8000;
-        id_.msix_pba_offset = 0x9000;
+        id_ = scratch_identity();
     }
     const PciIdentity& identity() const override { return id_; }
     uint32_t config_read(unsigned off, unsigned) override { return off; }
@@ -262,12 +270,7 @@ class PortDevice final : public PciFunction, public MthcaPorts {
 public:
     explicit PortDevice(bool throws) : ep_(*this), throws_(throws)
     {
-        id_ = mthca::build_identity();
-        id_.bars = {};
-        id_.bars[0] = {64 * 1024, false, false};
-        id_.msix_vectors = 4;
-        id_.msix_table_offset = 0x8000;
-        id_.msix_pba_offset = 0x9000;
+        id_ = scratch_identity();
     }
     const PciIdentity& identity() const override { return id_; }
     uint32_t config_read(unsigned off, unsigned) override { return off; }

@@ -332,6 +332,21 @@ static inline int ktest_destroy_qp(struct ib_qp *ibqp)
 	return ktest_free(ibqp->device, qp);
 }
 
+/* A work request of one SGE on @qp, as the post calls queue it. */
+static inline struct ktest_wr *ktest_wr_new(struct ktest_qp *qp, u64 wr_id,
+					    const struct ib_sge *sge)
+{
+	struct ktest_wr *w = kzalloc(sizeof(*w), GFP_ATOMIC);
+
+	if (!w)
+		return NULL;
+	w->qp = qp;
+	w->wr_id = wr_id;
+	w->addr = sge->addr;
+	w->length = sge->length;
+	return w;
+}
+
 static inline int ktest_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 				  struct ib_send_wr **bad)
 {
@@ -346,15 +361,11 @@ static inline int ktest_post_send(struct ib_qp *ibqp, struct ib_send_wr *wr,
 			*bad = wr;
 			return -EINVAL;
 		}
-		w = kzalloc(sizeof(*w), GFP_ATOMIC);
+		w = ktest_wr_new(qp, wr->wr_id, wr->sg_list);
 		if (!w) {
 			*bad = wr;
 			return -ENOMEM;
 		}
-		w->qp = qp;
-		w->wr_id = wr->wr_id;
-		w->addr = wr->sg_list[0].addr;
-		w->length = wr->sg_list[0].length;
 		w->ah = container_of(wr->wr.ud.ah, struct ktest_ah, ibah)->attr;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->pkey_index = wr->wr.ud.pkey_index;
@@ -381,15 +392,11 @@ static inline int ktest_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 			*bad = wr;
 			return -EINVAL;
 		}
-		w = kzalloc(sizeof(*w), GFP_ATOMIC);
+		w = ktest_wr_new(qp, wr->wr_id, wr->sg_list);
 		if (!w) {
 			*bad = wr;
 			return -ENOMEM;
 		}
-		w->qp = qp;
-		w->wr_id = wr->wr_id;
-		w->addr = wr->sg_list[0].addr;
-		w->length = wr->sg_list[0].length;
 		spin_lock_irqsave(&kd->lock, irq);
 		list_add_tail(&w->list, &qp->rq);
 		spin_unlock_irqrestore(&kd->lock, irq);
