@@ -212,11 +212,7 @@ TEST_F(QpEngine, RcRdmaWriteWithAndWithoutImmediate)
     uint64_t sbuf = a.alloc(len), rbuf = b.alloc(len);
     uint32_t sk = a.reg(sbuf, len), rk = b.reg(rbuf, len);
     fill(a, sbuf, len, 9);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, len, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, len, sk}, rbuf, rk);
     a.post_send(qa, wr);
     link.pump();
     EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), len), 0);
@@ -253,11 +249,7 @@ TEST_F(QpEngine, RcRdmaWriteWithoutZeroCopy)
     uint64_t sbuf = a.alloc(len), rbuf = b.alloc(len);
     uint32_t sk = a.reg(sbuf, len), rk = b.reg(rbuf, len);
     fill(a, sbuf, len, 1);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, len, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, len, sk}, rbuf, rk);
     a.post_send(qa, wr);
     link.pump();
     EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), len), 0);
@@ -306,11 +298,7 @@ TEST_F(QpEngine, HugeLoopbackWriteIsSentInSlices)
     uint64_t sbuf = a.alloc(len), rbuf = a.alloc(len);
     uint32_t sk = a.reg(sbuf, len), rk = a.reg(rbuf, len);
     fill(a, sbuf, len, 11);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, len, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, len, sk}, rbuf, rk);
     uint64_t tx0 = a.core().doorbells().tx_packets;
     a.post_send(q1, wr);
     uint64_t in_doorbell = a.core().doorbells().tx_packets - tx0;
@@ -342,11 +330,7 @@ TEST_F(QpEngine, LongReadResponseIsSentInSlices)
     uint64_t lbuf = a.alloc(len), rbuf = b.alloc(len);
     uint32_t lk = a.reg(lbuf, len), rk = b.reg(rbuf, len);
     fill(b, rbuf, len, 23);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaRead;
-    wr.sges = {{lbuf, len, lk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaRead, {lbuf, len, lk}, rbuf, rk);
     a.post_send(qa, wr);
     uint64_t b0 = b.core().doorbells().tx_packets;
     link.pump();
@@ -371,11 +355,7 @@ TEST_F(QpEngine, ReadLongerThanMsgMaxIsNaked)
     connect(QpService::Rc, pa, pb);
     uint64_t lbuf = a.alloc(8192), rbuf = b.alloc(8192);
     uint32_t lk = a.reg(lbuf, 8192), rk = b.reg(rbuf, 8192);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaRead;
-    wr.sges = {{lbuf, 4096, lk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaRead, {lbuf, 4096, lk}, rbuf, rk);
     a.post_send(qa, wr);  // exactly msg_max: fine
     link.pump();
     TCqe c;
@@ -501,11 +481,7 @@ TEST_F(QpEngine, RcBadRkeyIsRemoteAccessErrorAndFlushes)
     uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
     uint32_t sk = a.reg(sbuf, 4096);
     uint32_t rk = b.reg(rbuf, 4096, kAccLocalWrite);  // no remote write
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, 100, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 100, sk}, rbuf, rk);
     uint32_t w1 = a.post_send(qa, wr);
     wr.rkey = rk ^ 0x100;  // wrong key too; this one gets flushed
     uint32_t w2 = a.post_send(qa, wr);
@@ -559,11 +535,7 @@ TEST_F(QpEngine, RcWriteToUnbackedRegionIsRemoteOpError)
             std::memset(e, 0, 8);  // present bit clear
             b.d.cmd(op::kSyncTpt);
         }
-        Node::SendWr wr;
-        wr.op = wqe::kRdmaWrite;
-        wr.sges = {{sbuf, 100, sk}};
-        wr.raddr = rbuf;
-        wr.rkey = rk;
+        Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 100, sk}, rbuf, rk);
         uint32_t w1 = a.post_send(qa, wr);
         link.pump();
         TCqe c;
@@ -595,11 +567,7 @@ TEST_F(QpEngine, RcForgedWriteFromAnotherSourceIsDropped)
     uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
     uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
     fill(a, sbuf, 256, 5);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, 256, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 256, sk}, rbuf, rk);
     link.capture = true;
     a.post_send(qa, wr);
     link.pump();
@@ -660,11 +628,7 @@ TEST_F(QpEngine, RcForgedAckDoesNotCompleteTheRequest)
     connect(QpService::Rc);
     uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
     uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, 64, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 64, sk}, rbuf, rk);
     link.drop_all = true;  // the request never arrives
     a.post_send(qa, wr);
     link.drop_all = false;
@@ -709,11 +673,7 @@ TEST_F(QpEngine, NoDmaWhileBusMasterIsClear)
     uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
     fill(a, sbuf, 4096, 7);
     std::memset(b.mem().at(rbuf), 0x5a, 4096);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, 4096, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 4096, sk}, rbuf, rk);
 
     b.d.hca().config_write(4, 2, 0x0002);  // pci_clear_master: memory space only
     a.post_send(qa, wr);
@@ -754,11 +714,7 @@ TEST_F(QpEngine, ModelMemoryIsLazyAndCapped)
     EXPECT_LT(per_qp, 2048u);  // not ~6 KiB as with the rings inline
     uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
     uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, 64, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 64, sk}, rbuf, rk);
     uint64_t b1 = core.model_bytes();
     a.post_send(qa, wr);
     link.pump();
@@ -1013,11 +969,7 @@ TEST_F(QpEngine, RcReadRetriedAfterLostResponse)
     fill(b, rbuf, len, 99);
     int responses = 0;
     link.filter = [&](const CopiedPacket& c) { return !(c.from == 1 && ++responses == 2); };
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaRead;
-    wr.sges = {{lbuf, len, lk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaRead, {lbuf, len, lk}, rbuf, rk);
     a.post_send(qa, wr);
     link.pump();
     TCqe c;
@@ -2032,11 +1984,7 @@ TEST_F(QpEngine, PortCountersCountTraffic)
     connect(QpService::Rc);
     uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(8192);
     uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 8192);
-    Node::SendWr wr;
-    wr.op = wqe::kRdmaWrite;
-    wr.sges = {{sbuf, 4096, sk}};
-    wr.raddr = rbuf;
-    wr.rkey = rk;
+    Node::SendWr wr = rdma_wr(wqe::kRdmaWrite, {sbuf, 4096, sk}, rbuf, rk);
     a.post_send(qa, wr);
     link.pump();
     // Two data packets: LRH 8 + BTH 12 (+ RETH 16 on the first) + 2048 + ICRC 4.

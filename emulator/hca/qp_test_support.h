@@ -295,6 +295,18 @@ private:
     [[maybe_unused]] uint64_t tag_;
 };
 
+// An RDMA WRITE/READ (or WRITE with immediate) of one gather entry to
+// `raddr` under `rkey`: the shape most QP engine tests post.
+inline Node::SendWr rdma_wr(uint8_t op, TSge sge, uint64_t raddr, uint32_t rkey)
+{
+    Node::SendWr wr;
+    wr.op = op;
+    wr.sges = {sge};
+    wr.raddr = raddr;
+    wr.rkey = rkey;
+    return wr;
+}
+
 // Two one-port HCAs, a (LID 1) and b (LID 2), cabled by a TestLink, both
 // ports ACTIVE, each with a 256-entry CQ; qa/qb are for the test's QPs.
 class TwoNodes : public ::testing::Test {
