@@ -133,7 +133,11 @@ debug-kernel:
 	    [ "$$d" = "$$dir" ] || [ -e "$$d/.complete" ] || flock -n "$$d.lock" rm -rf "$$d"; done
 
 # Sources are copied with cp -u (Kbuild rebuilds what changed); a file
-# added or removed starts the copy afresh, so no stale module is built.
+# added or removed starts the copy afresh, so no stale module is built. Our
+# modules and then the test modules of tests/kmod (against our symbols) are
+# built as `make modules test-modules` builds them for the stock kernel, and
+# collected into build/modules-debug; the lane canary goes to
+# build/canary-debug instead, so that no suite of ours loads it by accident.
 modules-debug: debug-kernel
 	@set -e; files=$$(find Kbuild drivers include tests/kmod -type f \
 	    \( -name '*.[chS]' ! -name '*.mod.c' -o -name Kbuild -o -name Makefile \) | sort); \
@@ -142,15 +146,15 @@ modules-debug: debug-kernel
 	    rm -rf $(DEBUG_SRC) && mkdir -p $(DEBUG_SRC) && echo "$$sum" > $(DEBUG_SRC)/.files; fi; \
 	  cp -u --parents -p $$files $(DEBUG_SRC)/
 	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC) modules
-	@rm -rf $(MODULES_DEBUG_DIR) && mkdir -p $(MODULES_DEBUG_DIR) && \
-	  for m in $$(sed 's/\.o$$/.ko/' $(DEBUG_SRC)/modules.order); do \
-	    m=$${m#$(DEBUG_SRC)/}; case $$m in tests/kmod/lane_canary/*) continue;; esac; \
-	    cp $(DEBUG_SRC)/$$m $(MODULES_DEBUG_DIR)/ || exit 1; done && \
-	  echo "modules-debug: $$(ls $(MODULES_DEBUG_DIR) | tr '\n' ' ')-> $(MODULES_DEBUG_DIR)"
-	@mkdir -p $(DEBUG_SRC)-canary && cp -u -p tests/kmod/lane_canary/Kbuild tests/kmod/lane_canary/*.c $(DEBUG_SRC)-canary/
-	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC)-canary modules
-	@rm -rf $(CANARY_DEBUG_DIR) && mkdir -p $(CANARY_DEBUG_DIR) && \
-	  cp $(DEBUG_SRC)-canary/lane_canary.ko $(CANARY_DEBUG_DIR)/ && echo "canary: -> $(CANARY_DEBUG_DIR)"
+	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC)/tests/kmod \
+		KBUILD_EXTRA_SYMBOLS=$(DEBUG_SRC)/Module.symvers modules
+	@rm -rf $(MODULES_DEBUG_DIR) $(CANARY_DEBUG_DIR) && mkdir -p $(MODULES_DEBUG_DIR) $(CANARY_DEBUG_DIR) && \
+	  for m in $$(sed 's/\.o$$/.ko/' $(DEBUG_SRC)/modules.order $(DEBUG_SRC)/tests/kmod/modules.order); do \
+	    dest=$(MODULES_DEBUG_DIR); case $$m in */lane_canary/*) dest=$(CANARY_DEBUG_DIR);; esac; \
+	    cp $$m $$dest/ || exit 1; done && \
+	  test -e $(CANARY_DEBUG_DIR)/lane_canary.ko && \
+	  echo "modules-debug: $$(ls $(MODULES_DEBUG_DIR) | tr '\n' ' ')-> $(MODULES_DEBUG_DIR)" && \
+	  echo "canary: -> $(CANARY_DEBUG_DIR)"
 
 # --- tests -----------------------------------------------------------------
 # make check runs these stages in order (tests/check.sh): it times each, keeps

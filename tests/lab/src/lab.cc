@@ -566,6 +566,13 @@ void Lab::start()
 		k = find_kernel(opts_.kernel, d + "/boot", d + "/lib/modules");
 		own_kernel_ = true;
 	}
+	if (opts_.machine.empty())
+		if (const char *e = std::getenv("IBLAB_MACHINE"); e && *e)
+			opts_.machine = e;
+	if (opts_.machine.empty())
+		opts_.machine = "pc";
+	if (opts_.machine != "pc" && opts_.machine != "q35")
+		throw std::runtime_error("machine type '" + opts_.machine + "': the lab knows pc and q35");
 	kernel_version_ = k.version;
 	kernel_image_ = k.image;
 	modules_dir_ = k.modules_dir;
@@ -730,7 +737,7 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 		opts_.qemu, "-name", "iblab-" + g.name(), "-accel", "tcg",
 		"-L", "/usr/share/qemu", "-L", "/usr/share/seabios", "-L", "/usr/lib/ipxe/qemu",
 		"-object", "memory-backend-memfd,id=mem,size=" + mem + "M,share=on",
-		"-machine", "pc,memory-backend=mem", "-m", mem, "-smp", std::to_string(opts_.smp),
+		"-machine", opts_.machine + ",memory-backend=mem", "-m", mem, "-smp", std::to_string(opts_.smp),
 		"-nodefaults", "-no-user-config", "-nic", "none", "-display", "none", "-vga", "none", "-no-reboot",
 		"-serial", "file:" + g.console_log_path(),
 		"-kernel", kernel_image_, "-initrd", initramfs,
@@ -739,12 +746,12 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 		"-chardev", "socket,id=agent,path=" + g.dir() + "/agent.sock,server=on,wait=off",
 		"-device", "virtserialport,chardev=agent,name=iblab.agent",
 	};
-	// The HCA comes before the optional 9p shares, so that it sits in the
-	// same PCI slot (00:04.0) whatever the guest's stack and shares: the
-	// sysfs comparisons of ours against upstream see the same device path.
+	// The HCA sits in PCI slot 00:04.0 whatever the guest's stack, shares
+	// and machine type: the sysfs comparisons of ours against upstream see
+	// the same device path.
 	if (opts_.hca) {
 		a.push_back("-device");
-		a.push_back("ibemu-hca,socket=" + emulator_socket() + ",node=" + g.name());
+		a.push_back("ibemu-hca,socket=" + emulator_socket() + ",node=" + g.name() + ",addr=04.0");
 	}
 	if (g.stack() == Stack::Ours) {
 		a.push_back("-virtfs");

@@ -63,6 +63,11 @@ struct LabOptions {
 	// shared into the guests at /lib/modules/<release>. Empty:
 	// $IBLAB_KERNEL_DIR, and if that is empty too, the host's kernel.
 	std::string kernel_dir;
+	// QEMU's machine type: "pc" (i440fx) or "q35". Empty: $IBLAB_MACHINE,
+	// else "pc". The debug kernel's lane uses q35: i440fx's ACPI _PRT is an
+	// AML loop that the KASAN- and kmemleak-instrumented interpreter runs
+	// for 20-30 s per PCI device (154 s boots); q35's _PRT is a table.
+	std::string machine;
 	std::string build_dir;    // empty: default_build_dir()
 	std::string run_dir;      // empty: <build_dir>/lab/<run id>
 	std::string cache_dir;    // empty: <build_dir>/lab/cache
