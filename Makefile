@@ -32,7 +32,7 @@ SHELL := /bin/bash
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
 	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
 	checkpatch demo clean help asan check-asan check-fuzz fuzz \
-	debug-kernel modules-debug
+	debug-kernel modules-debug reload-campaign
 
 all: modules test-modules cpp
 
@@ -50,6 +50,7 @@ help:
 	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
 	@echo "make check-fuzz       each fuzz target for FUZZ_SECONDS (default 20) s"
 	@echo "make fuzz             a longer campaign: FUZZ_SECONDS=600 [FUZZ_TARGETS=...]"
+	@echo "make reload-campaign  vm.OursReload for RELOAD_CYCLES (default 500) load/unload cycles"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
 
 # --- kernel modules --------------------------------------------------------
@@ -159,10 +160,11 @@ modules-debug: debug-kernel
 # --- tests -----------------------------------------------------------------
 # make check runs these stages in order (tests/check.sh): it times each, keeps
 # its log in build/check/, and ends with one line "N passed, N failed" over
-# the KUnit cases, the lint stages and every ctest test. deps, all and qemu
-# build what the others need; the later stages all run even when one fails.
-CHECK_STAGES = deps all qemu check-checkpatch check-sparse check-kunit check-tests \
-	check-asan check-fuzz
+# the KUnit cases, the lint stages and every ctest test. deps, all, qemu,
+# debug-kernel and modules-debug build what the others need; the later
+# stages all run even when one fails.
+CHECK_STAGES = deps all qemu debug-kernel modules-debug check-checkpatch check-sparse check-kunit \
+	check-tests check-asan check-fuzz
 
 check:
 	@tests/check.sh $(BUILD) $(CHECK_STAGES)
@@ -195,6 +197,13 @@ check-unit: cpp
 
 check-vm: cpp
 	cd $(BUILD) && ctest --output-on-failure -L vm $(CTEST_ARGS)
+
+# The long version of make check's 40-cycle vm.OursReload (about 50 min for
+# 500 cycles on 2 cores); the leak thresholds scale with the length.
+RELOAD_CYCLES ?= 500
+reload-campaign: all qemu
+	cd $(BUILD) && IBSTACK_RELOAD_CYCLES=$(RELOAD_CYCLES) ctest --output-on-failure -R '^vm\.OursReload$$' \
+	  --timeout $$(( $(RELOAD_CYCLES) * 8 + 600 )) $(CTEST_ARGS)
 
 # --- sanitizers and fuzzing (Documentation/emulator.md, "Sanitizers and fuzzing")
 $(ASAN_BUILD)/build.ninja: CMakeLists.txt

@@ -3,8 +3,8 @@
 #
 # make check's driver. Runs the make targets it is given as stages, in order,
 # each with its output in build/check/<stage>.log, and times them. The first
-# stages (deps, all, qemu, debug-kernel) build what the rest need: if one of
-# those fails, the run stops. Every other stage runs even when an earlier
+# stages (deps, all, qemu, debug-kernel, modules-debug) build what the rest
+# need: if one of those fails, the run stops. Every other stage runs even when an earlier
 # one failed, so one failure does not hide the others.
 #
 # It ends with the benchmarks, the stage times and one line
@@ -70,7 +70,7 @@ for stage in "$@"; do
 	rc=${PIPESTATUS[0]}
 	secs=$(( $(date +%s) - t0 ))
 	case $stage in
-	deps|all|qemu|debug-kernel|debug-modules)
+	deps|all|qemu|debug-kernel|modules-debug)
 		status=ok
 		if [ "$rc" -ne 0 ]; then
 			status=FAILED
