@@ -66,6 +66,9 @@ struct lt_tap {
 	u8			drop_from;
 	/* drop the first this many packets */
 	int			drop_first;
+	/* RMPP STOPs and ABORTs seen (beyond LT_MAX too), and the last one */
+	int			nstop;
+	u8			stop[IB_MGMT_MAD_SIZE];
 };
 
 struct lt {
@@ -80,6 +83,7 @@ struct lt {
 static enum ktest_verdict lt_tap_fn(struct ktest_dev *kd, u8 port, u32 qpn,
 				    const void *mad)
 {
+	const struct ib_rmpp_mad *rm = mad;
 	struct lt *t = kd->tap_ctx;
 	enum ktest_verdict v = KTEST_DELIVER;
 	unsigned long irq;
@@ -88,6 +92,12 @@ static enum ktest_verdict lt_tap_fn(struct ktest_dev *kd, u8 port, u32 qpn,
 	if (t->tap.n < LT_MAX) {
 		t->tap.port[t->tap.n] = port;
 		memcpy(t->tap.mad[t->tap.n], mad, IB_MGMT_MAD_SIZE);
+	}
+	if (ib_is_mad_class_rmpp(rm->mad_hdr.mgmt_class) &&
+	    (rm->rmpp_hdr.rmpp_type == IB_MGMT_RMPP_TYPE_STOP ||
+	     rm->rmpp_hdr.rmpp_type == IB_MGMT_RMPP_TYPE_ABORT)) {
+		memcpy(t->tap.stop, mad, IB_MGMT_MAD_SIZE);
+		t->tap.nstop++;
 	}
 	if (t->tap.n < t->tap.drop_first || t->tap.drop_from == port)
 		v = KTEST_DROP;
@@ -1076,6 +1086,174 @@ static void rmpp_user_sender(struct kunit *test)
 	lt_teardown(t);
 }
 
+/* A DATA segment of an SA GetTable response, its data left zero. */
+static void lt_rmpp_data(u8 *mad, __be64 tid, u32 seg, u8 flags, u32 paylen)
+{
+	struct ib_rmpp_mad *rm = (struct ib_rmpp_mad *)mad;
+
+	lt_hdr(mad, LT_SA, 2, LT_GETTABLE | IB_MGMT_METHOD_RESP, tid);
+	rm->rmpp_hdr.rmpp_version = IB_MGMT_RMPP_VERSION;
+	rm->rmpp_hdr.rmpp_type = IB_MGMT_RMPP_TYPE_DATA;
+	ib_set_rmpp_flags(&rm->rmpp_hdr, IB_MGMT_RMPP_FLAG_ACTIVE | flags);
+	rm->rmpp_hdr.seg_num = cpu_to_be32(seg);
+	rm->rmpp_hdr.paylen_newwin = cpu_to_be32(paylen);
+}
+
+static int lt_nstop(struct lt *t)
+{
+	unsigned long irq;
+	int n;
+
+	spin_lock_irqsave(&t->tap.lock, irq);
+	n = t->tap.nstop;
+	spin_unlock_irqrestore(&t->tap.lock, irq);
+	return n;
+}
+
+static bool lt_rx_empty(struct ib_mad_agent *a)
+{
+	struct ib_mad_agent_priv *ap = ib_mad_agent_priv(a);
+	unsigned long irq;
+	bool empty;
+
+	spin_lock_irqsave(&ap->lock, irq);
+	empty = list_empty(&ap->rmpp_rx);
+	spin_unlock_irqrestore(&ap->lock, irq);
+	return empty;
+}
+
+/* The one STOP seen: RESX, for @tid, back to the sender (R bit flipped). */
+static void lt_expect_stop_resx(struct lt *t, __be64 tid)
+{
+	struct ib_rmpp_mad *rm = (struct ib_rmpp_mad *)t->tap.stop;
+
+	long seen = wait_event_timeout(t->wq, lt_nstop(t) >= 1, LT_WAIT);
+
+	KUNIT_ASSERT_TRUE_MSG(t->test, seen, "no RMPP STOP or ABORT sent");
+	KUNIT_EXPECT_EQ(t->test, lt_nstop(t), 1);
+	KUNIT_EXPECT_EQ(t->test, rm->rmpp_hdr.rmpp_type,
+			IB_MGMT_RMPP_TYPE_STOP);
+	KUNIT_EXPECT_EQ(t->test, rm->rmpp_hdr.rmpp_status,
+			IB_MGMT_RMPP_STATUS_RESX);
+	KUNIT_EXPECT_TRUE(t->test, rm->mad_hdr.tid == tid);
+	KUNIT_EXPECT_EQ(t->test, rm->mad_hdr.method, LT_GETTABLE);
+}
+
+/*
+ * A response whose first segment announces more than IB_MAD_RMPP_MAX_DATA
+ * bytes is stopped at once (STOP, RESX) and nothing of it is kept; one
+ * that announces the cap exactly is taken.
+ */
+static void rmpp_rx_cap_announced(struct kunit *test)
+{
+	/* SA: 200 data bytes in each 220 after the RMPP header */
+	const u32 segs = DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA + 1, 200);
+	const u32 over = segs * 220 - (segs * 200 - IB_MAD_RMPP_MAX_DATA - 1);
+	struct lt *t = lt_setup(test);
+	struct lt_rec *ra = lt_rec(test);
+	struct ib_mad_send_buf *req;
+	u8 mad[IB_MGMT_MAD_SIZE];
+	struct ib_mad_agent *a;
+	int acks;
+
+	a = lt_agent(t, 1, LT_SA, 2, NULL, 0, IB_MGMT_RMPP_VERSION, ra);
+	t->tap.drop_from = 1;
+	req = lt_msg(t, a, LT_SA, 2, LT_GETTABLE, lt_tid(a, 9), 60000, 0);
+	lt_post(t, req);
+	lt_rmpp_data(mad, lt_tid(a, 9), 1, IB_MGMT_RMPP_FLAG_FIRST, over);
+	KUNIT_ASSERT_EQ(test, ktest_inject(t->kd, 1, 1, mad, KTEST_LID(2), 1),
+			0);
+	lt_expect_stop_resx(t, lt_tid(a, 9));
+	KUNIT_EXPECT_TRUE(test, lt_rx_empty(a));
+	KUNIT_EXPECT_EQ(test, lt_last_ack(t, &acks), -1);
+
+	/* one byte less: the cap itself is fine, segment 1 is ACKed */
+	lt_rmpp_data(mad, lt_tid(a, 9), 1, IB_MGMT_RMPP_FLAG_FIRST, over - 1);
+	KUNIT_ASSERT_EQ(test, ktest_inject(t->kd, 1, 1, mad, KTEST_LID(2), 1),
+			0);
+	KUNIT_ASSERT_TRUE(test, wait_event_timeout(t->wq,
+						   lt_last_ack(t, &acks) == 1,
+						   LT_WAIT));
+	KUNIT_EXPECT_FALSE(test, lt_rx_empty(a));
+	KUNIT_EXPECT_EQ(test, lt_nstop(t), 1);
+	KUNIT_EXPECT_EQ(test, lt_nrecv(ra), 0);
+	ib_cancel_mad(a, req);
+	ib_unregister_mad_agent(a);
+	lt_teardown(t);
+}
+
+/*
+ * Wait until ib_mad has taken all that arrived and QP1's receive ring is
+ * full again on the "hardware" (ib_mad's own count also holds buffers
+ * whose completions it has not polled yet).
+ */
+static void lt_drain_port(struct lt *t, struct ib_mad_port *port)
+{
+	unsigned long end = jiffies + LT_WAIT;
+
+	for (;;) {
+		ktest_quiesce(t->kd);
+		flush_workqueue(port->wq);
+		if (ktest_rq_len(t->kd, port->port_num, 1) == IB_MAD_RECV_DEPTH)
+			return;
+		KUNIT_ASSERT_TRUE_MSG(t->test, time_before(jiffies, end),
+				      "receive queue at %d",
+				      ktest_rq_len(t->kd, port->port_num, 1));
+		usleep_range(500, 1000);
+	}
+}
+
+/* Inject DATA segments @from..@to (none LAST) and let ib_mad take them. */
+static void lt_inject_segs(struct lt *t, __be64 tid, u32 from, u32 to)
+{
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	u8 *mad = kunit_kmalloc(t->test, IB_MGMT_MAD_SIZE, GFP_KERNEL);
+	u32 seg;
+
+	KUNIT_ASSERT_NOT_NULL(t->test, mad);
+	for (seg = from; seg <= to; seg++) {
+		lt_rmpp_data(mad, tid, seg,
+			     seg == 1 ? IB_MGMT_RMPP_FLAG_FIRST : 0, 0);
+		KUNIT_ASSERT_EQ(t->test, ktest_inject(t->kd, 1, 1, mad,
+						      KTEST_LID(2), 1), 0);
+		/* never more in flight than the receive queue holds */
+		if (seg % 128 == 0 || seg == to)
+			lt_drain_port(t, port);
+	}
+}
+
+/*
+ * A response that announces no length (PayloadLength 0) is stopped by
+ * the running total: 20971 SA segments (4194200 bytes) are kept, the
+ * 20972nd (4194400) ends the transfer with STOP, RESX, and frees what it
+ * gathered; its later segments are dropped without another STOP.
+ */
+static void rmpp_rx_cap_running(struct kunit *test)
+{
+	const u32 segs = DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA, 200);
+	struct lt *t = lt_setup(test);
+	struct lt_rec *ra = lt_rec(test);
+	struct ib_mad_send_buf *req;
+	struct ib_mad_agent *a;
+	__be64 tid;
+
+	a = lt_agent(t, 1, LT_SA, 2, NULL, 0, IB_MGMT_RMPP_VERSION, ra);
+	t->tap.drop_from = 1;
+	tid = lt_tid(a, 11);
+	req = lt_msg(t, a, LT_SA, 2, LT_GETTABLE, tid, 60000, 0);
+	lt_post(t, req);
+	lt_inject_segs(t, tid, 1, segs - 1);
+	KUNIT_EXPECT_EQ(test, lt_nstop(t), 0);
+	KUNIT_EXPECT_FALSE(test, lt_rx_empty(a));
+	lt_inject_segs(t, tid, segs, segs + 2);
+	lt_expect_stop_resx(t, tid);
+	KUNIT_EXPECT_TRUE(test, lt_rx_empty(a));
+	KUNIT_EXPECT_EQ(test, lt_nrecv(ra), 0);
+	ib_cancel_mad(a, req);
+	ib_unregister_mad_agent(a);
+	lt_teardown(t);
+}
+
 static struct kunit_case mad_rmpp_loop_cases[] = {
 	KUNIT_CASE(rmpp_end_to_end),
 	KUNIT_CASE(rmpp_reassembly),
@@ -1083,6 +1261,8 @@ static struct kunit_case mad_rmpp_loop_cases[] = {
 	KUNIT_CASE(rmpp_duplicate_tid),
 	KUNIT_CASE(rmpp_user_segments),
 	KUNIT_CASE(rmpp_user_sender),
+	KUNIT_CASE(rmpp_rx_cap_announced),
+	KUNIT_CASE(rmpp_rx_cap_running),
 	{}
 };
 

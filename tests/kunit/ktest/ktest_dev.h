@@ -639,6 +639,30 @@ static inline int ktest_pending(struct ktest_dev *kd)
 }
 
 /**
+ * ktest_rq_len() - receives posted on a special QP and not used yet
+ * @kd: the device
+ * @port: its port
+ * @qpn: 0 or 1
+ *
+ * Return: how many, 0 when there is no such QP.
+ */
+static inline int ktest_rq_len(struct ktest_dev *kd, u8 port, u32 qpn)
+{
+	struct ktest_wr *w;
+	unsigned long irq;
+	int n = 0;
+
+	if (!port || port > KTEST_PORTS || qpn > 1)
+		return 0;
+	spin_lock_irqsave(&kd->lock, irq);
+	if (kd->special[port - 1][qpn])
+		list_for_each_entry(w, &kd->special[port - 1][qpn]->rq, list)
+			n++;
+	spin_unlock_irqrestore(&kd->lock, irq);
+	return n;
+}
+
+/**
  * ktest_inject() - a packet arrives from the wire
  * @kd: the device
  * @port: at this port
