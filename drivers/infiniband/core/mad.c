@@ -24,6 +24,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/jiffies.h>
+#include <linux/minmax.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
@@ -50,6 +51,13 @@ MODULE_LICENSE("Dual BSD/GPL");
 
 /* Completions handled per run of the CQ work before it yields. */
 #define MAD_CQ_BUDGET		64
+
+/*
+ * After a receive ring could not be topped up, it is tried again this
+ * long later, twice as long after each failure up to the maximum.
+ */
+#define MAD_REFILL_MIN_MS	10
+#define MAD_REFILL_MAX_MS	2000
 
 /* LIDs from here up are multicast (and 0xffff permissive). */
 #define MAD_MCAST_LID_BASE	0xc000
@@ -1602,6 +1610,81 @@ drop:
 	ib_free_recv_mad(&rb->recv_wc);
 }
 
+/*
+ * The receive ring of @mqp will not be refilled any more: its receives
+ * were flushed (the QP is in the error state).  Said once.
+ */
+static void mad_rq_stop(struct ib_mad_port *port, struct ib_mad_qp *mqp)
+{
+	if (mqp->rq_stopped)
+		return;
+	mqp->rq_stopped = true;
+	mqp->rq_short = false;
+	port->rq_reports++;
+	dev_warn(&port->device->dev,
+		 "ib_mad: port %u QP%d: receives flushed; receive queue no longer refilled\n",
+		 port->port_num, mqp->index);
+}
+
+/*
+ * Top up the receive ring of @mqp (on the port's workqueue).  Nothing is
+ * tried, and nothing said, once the ring is stopped or the device had a
+ * fatal error (its event said so already).  A failure while the device
+ * lives is said once, and left to the retry work.
+ *
+ * Return: true when a retry is needed.
+ */
+static bool mad_refill(struct ib_mad_port *port, struct ib_mad_qp *mqp)
+{
+	int ret, i;
+
+	if (mqp->rq_stopped || READ_ONCE(port->fatal))
+		return false;
+	ret = mad_fill_recv(mqp);
+	if (!ret) {
+		mqp->rq_short = false;
+		return false;
+	}
+	if (READ_ONCE(port->fatal))
+		return false;
+	if (!mqp->rq_short) {
+		mqp->rq_short = true;
+		port->rq_reports++;
+		dev_warn(&port->device->dev,
+			 "ib_mad: port %u QP%d: receive queue not refilled (%d); retrying\n",
+			 port->port_num, mqp->index, ret);
+		/* a new episode starts with the shortest delay */
+		for (i = 0; i < IB_MAD_NUM_QPS; i++)
+			if (&port->qp[i] != mqp && port->qp[i].rq_short)
+				break;
+		if (i == IB_MAD_NUM_QPS)
+			port->refill_ms = MAD_REFILL_MIN_MS;
+	}
+	return true;
+}
+
+/* Tries again to refill the short receive rings, backing off. */
+static void mad_refill_work(struct work_struct *work)
+{
+	struct ib_mad_port *port =
+		container_of(to_delayed_work(work), struct ib_mad_port,
+			     refill_work);
+	bool again = false;
+	int i;
+
+	if (READ_ONCE(port->cq_dead))
+		return;
+	for (i = 0; i < IB_MAD_NUM_QPS; i++)
+		if (port->qp[i].rq_short && mad_refill(port, &port->qp[i]))
+			again = true;
+	if (!again)
+		return;
+	port->refill_ms = min_t(unsigned int, port->refill_ms * 2,
+				MAD_REFILL_MAX_MS);
+	queue_delayed_work(port->wq, &port->refill_work,
+			   msecs_to_jiffies(port->refill_ms));
+}
+
 static void mad_recv_done(struct ib_mad_port *port, struct ib_wc *wc)
 {
 	struct ib_mad_rbuf *rb =
@@ -1620,10 +1703,17 @@ static void mad_recv_done(struct ib_mad_port *port, struct ib_wc *wc)
 		mad_handle_recv(port, mqp, rb);
 	else
 		kfree(rb);
-	if (mad_fill_recv(mqp))
-		dev_warn_ratelimited(&port->device->dev,
-				     "ib_mad: port %u QP%d: receive queue not refilled\n",
-				     port->port_num, mqp->index);
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		if (!READ_ONCE(port->fatal))
+			mad_rq_stop(port, mqp);
+		return;
+	}
+	/* while a retry is pending, the retry work refills, backing off */
+	if (mqp->rq_short)
+		return;
+	if (mad_refill(port, mqp))
+		queue_delayed_work(port->wq, &port->refill_work,
+				   msecs_to_jiffies(port->refill_ms));
 }
 
 /*
@@ -1886,8 +1976,10 @@ static void mad_event(struct ib_event_handler *handler, struct ib_event *event)
 
 	if (event->event != IB_EVENT_DEVICE_FATAL)
 		return;
+	/* before fatal_work: the receive rings stop being refilled now */
+	WRITE_ONCE(port->fatal, true);
 	dev_err(&port->device->dev,
-		"ib_mad: port %u: fatal device error, flushing sends\n",
+		"ib_mad: port %u: fatal device error, flushing sends; receive queues no longer refilled\n",
 		port->port_num);
 	queue_work(port->wq, &port->fatal_work);
 }
@@ -1996,6 +2088,7 @@ static void mad_port_free(struct ib_mad_port *port)
 		ib_unregister_event_handler(&port->event_handler);
 	/* No completion work after this: nothing posts on the QPs any more. */
 	WRITE_ONCE(port->cq_dead, true);
+	cancel_delayed_work_sync(&port->refill_work);
 	flush_workqueue(port->wq);
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
 		if (!port->qp[i].qp)
@@ -2032,6 +2125,8 @@ static int mad_port_open(struct ib_device *device, u8 port_num)
 	INIT_WORK(&port->cq_work, mad_cq_work);
 	INIT_WORK(&port->local_work, mad_local_work);
 	INIT_WORK(&port->fatal_work, mad_fatal_work);
+	INIT_DELAYED_WORK(&port->refill_work, mad_refill_work);
+	port->refill_ms = MAD_REFILL_MIN_MS;
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
 		spin_lock_init(&port->qp[i].lock);
 		INIT_LIST_HEAD(&port->qp[i].regs);

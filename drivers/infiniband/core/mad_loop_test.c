@@ -794,6 +794,154 @@ static struct kunit_suite mad_dispatch_suite = {
 	.test_cases = mad_dispatch_cases,
 };
 
+/* ---- ib_mad_refill: the receive rings after failures ---------------- */
+
+/* @n GetResp MADs nobody waits for, from port 2 to QP1 of port 1. */
+static void lt_inject_n(struct lt *t, int n)
+{
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	u8 mad[IB_MGMT_MAD_SIZE];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		lt_hdr(mad, LT_CLASS, 1, IB_MGMT_METHOD_GET_RESP,
+		       cpu_to_be64(0x7700 + i));
+		KUNIT_ASSERT_EQ(t->test, ktest_inject(t->kd, 1, 1, mad,
+						      KTEST_LID(2), 1), 0);
+	}
+	ktest_quiesce(t->kd);
+	flush_workqueue(port->wq);
+}
+
+static int lt_rq_reports(struct ib_mad_port *port)
+{
+	return READ_ONCE(port->rq_reports);
+}
+
+static int lt_recv_count(struct ib_mad_qp *mqp)
+{
+	return READ_ONCE(mqp->recv_count);
+}
+
+/* Wait up to @ms for QP1 of port 1 to hold @want receives again. */
+static bool lt_wait_rq(struct lt *t, int want, int ms)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+
+	while (ktest_rq_len(t->kd, 1, 1) != want) {
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(1000, 2000);
+	}
+	return true;
+}
+
+/*
+ * Receive posts that fail while the device lives: one line, retries that
+ * back off (not one per receive, not a tight loop), and the ring full
+ * again without any new receive once the posts work.  A later failure is
+ * a new episode: one more line, retried at the shortest delay.
+ */
+static void refill_retry_backoff(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	int tries;
+
+	KUNIT_ASSERT_EQ(test, ktest_rq_len(t->kd, 1, 1), IB_MAD_RECV_DEPTH);
+	atomic_set(&t->kd->fail_recv_posts, -1);
+	lt_inject_n(t, 4);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1), IB_MAD_RECV_DEPTH - 4);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 1);
+	KUNIT_EXPECT_TRUE(test, delayed_work_pending(&port->refill_work));
+
+	/* 300 ms of failing posts: retries at 10, 30, 70, 150, 310 ms */
+	tries = atomic_read(&t->kd->recv_posts_failed);
+	msleep(300);
+	tries = atomic_read(&t->kd->recv_posts_failed) - tries;
+	KUNIT_EXPECT_GE(test, tries, 2);
+	KUNIT_EXPECT_LE(test, tries, 6);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 1);
+
+	/* the posts work again: refilled with no receive to trigger it */
+	atomic_set(&t->kd->fail_recv_posts, 0);
+	KUNIT_EXPECT_TRUE_MSG(test, lt_wait_rq(t, IB_MAD_RECV_DEPTH, 3000),
+			      "receive queue at %d",
+			      ktest_rq_len(t->kd, 1, 1));
+	flush_workqueue(port->wq);
+	KUNIT_EXPECT_FALSE(test, delayed_work_pending(&port->refill_work));
+
+	/* one failed post later: said again, retried after 10 ms, not 2 s */
+	atomic_set(&t->kd->fail_recv_posts, 1);
+	lt_inject_n(t, 1);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 2);
+	KUNIT_EXPECT_TRUE(test, lt_wait_rq(t, IB_MAD_RECV_DEPTH, 500));
+	lt_teardown(t);
+}
+
+/*
+ * After a fatal device error nothing is tried and nothing said about the
+ * receive rings (the fatal line says it), however many receives come.
+ */
+static void refill_fatal_quiet(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	struct ib_event ev = {
+		.device = &t->kd->ibdev,
+		.event = IB_EVENT_DEVICE_FATAL,
+	};
+
+	atomic_set(&t->kd->fail_recv_posts, -1);
+	ib_dispatch_event(&ev);
+	lt_inject_n(t, 10);
+	msleep(50);
+	flush_workqueue(port->wq);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->recv_posts_failed), 0);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 0);
+	KUNIT_EXPECT_FALSE(test, delayed_work_pending(&port->refill_work));
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1),
+			IB_MAD_RECV_DEPTH - 10);
+	atomic_set(&t->kd->fail_recv_posts, 0);
+	lt_teardown(t);
+}
+
+/*
+ * Flushed receives (the QP went to the error state): one line, the
+ * buffers freed, no reposting and no retries.
+ */
+static void refill_flushed_once(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+
+	KUNIT_EXPECT_EQ(test, ktest_flush_rq(t->kd, 1, 1), IB_MAD_RECV_DEPTH);
+	ktest_quiesce(t->kd);
+	flush_workqueue(port->wq);
+	msleep(30);
+	flush_workqueue(port->wq);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 1);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1), 0);
+	KUNIT_EXPECT_EQ(test, lt_recv_count(&port->qp[IB_MAD_QP1]), 0);
+	KUNIT_EXPECT_FALSE(test, delayed_work_pending(&port->refill_work));
+	/* QP0 and the other port are untouched */
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 0), IB_MAD_RECV_DEPTH);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 2, 1), IB_MAD_RECV_DEPTH);
+	lt_teardown(t);
+}
+
+static struct kunit_case mad_refill_cases[] = {
+	KUNIT_CASE(refill_retry_backoff),
+	KUNIT_CASE(refill_fatal_quiet),
+	KUNIT_CASE(refill_flushed_once),
+	{}
+};
+
+static struct kunit_suite mad_refill_suite = {
+	.name = "ib_mad_refill",
+	.test_cases = mad_refill_cases,
+};
+
 /* ---- ib_mad_rmpp_loop: RMPP end to end ------------------------------ */
 
 /* An SA RMPP message of @data_len bytes, data byte i = i * 7 + 3. */
@@ -1271,4 +1419,5 @@ static struct kunit_suite mad_rmpp_loop_suite = {
 	.test_cases = mad_rmpp_loop_cases,
 };
 
-kunit_test_suites(&mad_send_suite, &mad_dispatch_suite, &mad_rmpp_loop_suite);
+kunit_test_suites(&mad_send_suite, &mad_dispatch_suite, &mad_refill_suite,
+		  &mad_rmpp_loop_suite);

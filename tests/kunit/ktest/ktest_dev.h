@@ -86,6 +86,10 @@ struct ktest_dev {
 	ktest_tap_fn		tap;
 	void			*tap_ctx;
 	atomic_t		sent;
+	/* receive posts to refuse (-ENOMEM): > 0 that many, < 0 all */
+	atomic_t		fail_recv_posts;
+	/* receive posts refused so far */
+	atomic_t		recv_posts_failed;
 };
 
 /* A work request the loopback holds: a posted receive or a send. */
@@ -392,6 +396,12 @@ static inline int ktest_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 			*bad = wr;
 			return -EINVAL;
 		}
+		if (atomic_read(&kd->fail_recv_posts) < 0 ||
+		    atomic_add_unless(&kd->fail_recv_posts, -1, 0)) {
+			atomic_inc(&kd->recv_posts_failed);
+			*bad = wr;
+			return -ENOMEM;
+		}
 		w = ktest_wr_new(qp, wr->wr_id, wr->sg_list);
 		if (!w) {
 			*bad = wr;
@@ -659,6 +669,44 @@ static inline int ktest_rq_len(struct ktest_dev *kd, u8 port, u32 qpn)
 		list_for_each_entry(w, &kd->special[port - 1][qpn]->rq, list)
 			n++;
 	spin_unlock_irqrestore(&kd->lock, irq);
+	return n;
+}
+
+/**
+ * ktest_flush_rq() - complete every posted receive of a special QP as
+ *	flushed, as an HCA does when the QP goes to the error state
+ * @kd: the device
+ * @port: its port
+ * @qpn: 0 or 1
+ *
+ * Return: how many were flushed.
+ */
+static inline int ktest_flush_rq(struct ktest_dev *kd, u8 port, u32 qpn)
+{
+	struct ktest_wr *w, *tmp;
+	struct ktest_qp *qp = NULL;
+	struct ib_wc wc = {};
+	unsigned long irq;
+	LIST_HEAD(gone);
+	int n = 0;
+
+	if (!port || port > KTEST_PORTS || qpn > 1)
+		return 0;
+	spin_lock_irqsave(&kd->lock, irq);
+	qp = kd->special[port - 1][qpn];
+	if (qp)
+		list_splice_init(&qp->rq, &gone);
+	spin_unlock_irqrestore(&kd->lock, irq);
+	list_for_each_entry_safe(w, tmp, &gone, list) {
+		wc.wr_id = w->wr_id;
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.opcode = IB_WC_RECV;
+		wc.qp_num = qpn;
+		wc.port_num = port;
+		ktest_cq_add(qp->ibqp.recv_cq, &wc);
+		kfree(w);
+		n++;
+	}
 	return n;
 }
 
