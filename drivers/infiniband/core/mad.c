@@ -26,9 +26,11 @@
 #include <linux/jiffies.h>
 #include <linux/minmax.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
@@ -2070,14 +2072,46 @@ static void mad_qp_drain(struct ib_mad_qp *mqp)
 }
 
 /*
+ * Objects (QP, CQ, MR, PD) a port's teardown could not free since the
+ * module was loaded; read-only parameter teardown_leaks.
+ */
+static atomic_t mad_teardown_leaks = ATOMIC_INIT(0);
+
+static int mad_teardown_leaks_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&mad_teardown_leaks));
+}
+
+static const struct kernel_param_ops mad_teardown_leaks_ops = {
+	.get = mad_teardown_leaks_get,
+};
+
+module_param_cb(teardown_leaks, &mad_teardown_leaks_ops, NULL, 0444);
+MODULE_PARM_DESC(teardown_leaks,
+		 "objects (QP, CQ, MR, PD) a port's teardown could not free");
+
+/**
+ * ib_mad_teardown_leaks() - objects port teardowns could not free
+ *
+ * Return: how many since the module was loaded (each was warned about).
+ */
+int ib_mad_teardown_leaks(void)
+{
+	return atomic_read(&mad_teardown_leaks);
+}
+
+/*
  * A teardown verb that failed leaves its object (and whatever it holds)
- * behind for good: say so loudly, once.
+ * behind for good: say so loudly, each time, and count it.
  */
 static void mad_teardown_check(struct ib_mad_port *port, const char *what,
 			       int ret)
 {
-	WARN_ONCE(ret, "ib_mad: %s port %u: cannot free the %s (%d); leaked\n",
-		  port->device->name, port->port_num, what, ret);
+	if (!ret)
+		return;
+	atomic_inc(&mad_teardown_leaks);
+	WARN(1, "ib_mad: %s port %u: cannot free the %s (%d); leaked\n",
+	     port->device->name, port->port_num, what, ret);
 }
 
 static void mad_port_free(struct ib_mad_port *port)

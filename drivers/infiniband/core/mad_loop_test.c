@@ -942,6 +942,74 @@ static struct kunit_suite mad_refill_suite = {
 	.test_cases = mad_refill_cases,
 };
 
+/* ---- ib_mad_port: what a port's teardown cannot free ---------------- */
+
+/*
+ * An AH left on a port's MAD PD (the leak the check is for): the PD
+ * cannot be deallocated; the teardown says so, counts it, and frees the
+ * rest.
+ */
+static void teardown_pd_busy(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_pd *pd = t->ah[1]->pd;
+	int before = ib_mad_teardown_leaks();
+
+	ib_destroy_ah(t->ah[2]);
+	ib_unregister_device(&t->kd->ibdev);
+	ktest_quiesce(t->kd);
+	KUNIT_EXPECT_EQ(test, ib_mad_teardown_leaks(), before + 1);
+	/* the AH and port 1's PD; port 2's objects and the CQs went */
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), 2);
+	ib_destroy_ah(t->ah[1]);
+	KUNIT_EXPECT_EQ(test, ib_dealloc_pd(pd), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), 0);
+	ib_dealloc_device(&t->kd->ibdev);
+}
+
+/* CQs the driver refused to destroy, kept to free them after the test. */
+static struct ib_cq *lt_refused_cq[KTEST_PORTS];
+static int lt_nrefused_cq;
+
+static int lt_destroy_cq_fails(struct ib_cq *cq)
+{
+	if (lt_nrefused_cq < KTEST_PORTS)
+		lt_refused_cq[lt_nrefused_cq++] = cq;
+	return -EIO;
+}
+
+/* A driver whose destroy_cq fails: each port's CQ is reported, once. */
+static void teardown_cq_refused(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	int before = ib_mad_teardown_leaks(), i, p;
+
+	lt_nrefused_cq = 0;
+	for (p = 1; p <= KTEST_PORTS; p++)
+		ib_destroy_ah(t->ah[p]);
+	t->kd->ibdev.destroy_cq = lt_destroy_cq_fails;
+	ib_unregister_device(&t->kd->ibdev);
+	ktest_quiesce(t->kd);
+	KUNIT_EXPECT_EQ(test, ib_mad_teardown_leaks(), before + KTEST_PORTS);
+	KUNIT_ASSERT_EQ(test, lt_nrefused_cq, KTEST_PORTS);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), KTEST_PORTS);
+	for (i = 0; i < lt_nrefused_cq; i++)
+		ktest_destroy_cq(lt_refused_cq[i]);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), 0);
+	ib_dealloc_device(&t->kd->ibdev);
+}
+
+static struct kunit_case mad_port_cases[] = {
+	KUNIT_CASE(teardown_pd_busy),
+	KUNIT_CASE(teardown_cq_refused),
+	{}
+};
+
+static struct kunit_suite mad_port_suite = {
+	.name = "ib_mad_port",
+	.test_cases = mad_port_cases,
+};
+
 /* ---- ib_mad_rmpp_loop: RMPP end to end ------------------------------ */
 
 /* An SA RMPP message of @data_len bytes, data byte i = i * 7 + 3. */
@@ -1420,4 +1488,4 @@ static struct kunit_suite mad_rmpp_loop_suite = {
 };
 
 kunit_test_suites(&mad_send_suite, &mad_dispatch_suite, &mad_refill_suite,
-		  &mad_rmpp_loop_suite);
+		  &mad_port_suite, &mad_rmpp_loop_suite);

@@ -306,6 +306,9 @@ struct ib_mad_reg *ib_mad_reg_lookup(struct list_head *regs,
 				     const struct ib_mad *mad);
 u32 ib_mad_tid_agent(__be64 tid);
 
+/* For the suites: objects port teardowns could not free. */
+int ib_mad_teardown_leaks(void);
+
 /* Between mad.c, mad_rmpp.c and agent.c. */
 struct ib_mad_port *ib_mad_port_get(struct ib_device *device, u8 port_num);
 void ib_mad_agent_get(struct ib_mad_agent_priv *agent);
