@@ -75,19 +75,6 @@ static atomic_t ib_mad_last_hi_tid = ATOMIC_INIT(0);
 /* Class rules                                                          */
 
 /**
- * ib_mad_is_smp_class() - is this a subnet management class?
- * @mgmt_class: the class
- *
- * Return: true for LID-routed and directed-route SMPs, which travel on QP0
- * only.
- */
-bool ib_mad_is_smp_class(u8 mgmt_class)
-{
-	return mgmt_class == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
-	       mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
-}
-
-/**
  * ib_mad_is_vendor2_class() - is this a vendor class that carries an OUI?
  * @mgmt_class: the class
  *

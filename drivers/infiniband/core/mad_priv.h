@@ -291,7 +291,6 @@ struct ib_mad_send_priv {
 };
 
 /* Pure rules (mad.c), tested by mad_test.c. */
-bool ib_mad_is_smp_class(u8 mgmt_class);
 bool ib_mad_is_vendor2_class(u8 mgmt_class);
 int ib_mad_check_recv(const struct ib_mad_hdr *hdr, bool on_qp0);
 int ib_mad_check_reg(enum ib_qp_type qp_type,

@@ -141,17 +141,6 @@ static void sm_ah_update(struct mthca_dev *dev, u8 port, u16 lid, u8 sl)
 }
 
 /*
- * The same test as ib_mad's ib_mad_is_smp_class(), which is private to
- * ib_mad (mad_priv.h, not exported); this copy goes once the core offers
- * it in <rdma/ib_mad.h>.
- */
-static bool is_smp_class(u8 mgmt_class)
-{
-	return mgmt_class == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
-	       mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
-}
-
-/*
  * After a successful Set from the SM: what changed on @port.  @before
  * holds the port attributes from before the Set (valid if @have_before).
  */
@@ -162,7 +151,7 @@ static void smp_watch(struct mthca_dev *dev, u8 port,
 	const u8 *pi = ((const struct ib_smp *)in)->data;
 	struct mthca_port_work *pw;
 
-	if (!is_smp_class(in->mad_hdr.mgmt_class) ||
+	if (!ib_mad_is_smp_class(in->mad_hdr.mgmt_class) ||
 	    in->mad_hdr.method != IB_MGMT_METHOD_SET)
 		return;
 	if (in->mad_hdr.attr_id != SMP_ATTR_PORT_INFO &&
@@ -254,7 +243,7 @@ static bool mad_for_firmware(const struct ib_mad *in)
 {
 	u8 cls = in->mad_hdr.mgmt_class, method = in->mad_hdr.method;
 
-	if (is_smp_class(cls)) {
+	if (ib_mad_is_smp_class(cls)) {
 		if (method != IB_MGMT_METHOD_GET &&
 		    method != IB_MGMT_METHOD_SET &&
 		    method != IB_MGMT_METHOD_TRAP_REPRESS)
@@ -309,7 +298,7 @@ int mthca_process_mad(struct ib_device *ibdev, int mad_flags, u8 port_num,
 	if (!mad_for_firmware(in_mad))
 		return IB_MAD_RESULT_SUCCESS;
 
-	if (is_smp_class(in_mad->mad_hdr.mgmt_class) &&
+	if (ib_mad_is_smp_class(in_mad->mad_hdr.mgmt_class) &&
 	    in_mad->mad_hdr.method == IB_MGMT_METHOD_SET &&
 	    in_mad->mad_hdr.attr_id == SMP_ATTR_PORT_INFO)
 		have_before = !ibdev->query_port(ibdev, port_num, &before);
@@ -326,7 +315,7 @@ int mthca_process_mad(struct ib_device *ibdev, int mad_flags, u8 port_num,
 
 	if (!out_mad->mad_hdr.status) {
 		smp_watch(dev, port_num, in_mad, have_before, &before);
-		if (is_smp_class(out_mad->mad_hdr.mgmt_class) &&
+		if (ib_mad_is_smp_class(out_mad->mad_hdr.mgmt_class) &&
 		    out_mad->mad_hdr.method == IB_MGMT_METHOD_GET_RESP &&
 		    out_mad->mad_hdr.attr_id == SMP_ATTR_NODE_DESC) {
 			mutex_lock(&dev->cap_mask_mutex);
