@@ -2109,8 +2109,12 @@ static void mad_port_free(struct ib_mad_port *port)
 		ib_unregister_event_handler(&port->event_handler);
 	/* No completion work after this: nothing posts on the QPs any more. */
 	WRITE_ONCE(port->cq_dead, true);
-	cancel_delayed_work_sync(&port->refill_work);
 	flush_workqueue(port->wq);
+	/*
+	 * Only a completion work that ran before the flush could have queued
+	 * the refill work; it does not queue itself again now.
+	 */
+	cancel_delayed_work_sync(&port->refill_work);
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
 		if (!port->qp[i].qp)
 			continue;
