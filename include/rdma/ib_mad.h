@@ -459,6 +459,22 @@ void ib_free_recv_mad(struct ib_mad_recv_wc *recv_wc);
 bool ib_response_mad(const struct ib_mad *mad);
 
 /**
+ * ib_mad_is_smp_class() - is this a subnet management class?
+ * @mgmt_class: the class
+ *
+ * For the MAD layer and for drivers that look at the MADs process_mad is
+ * given.
+ *
+ * Return: true for LID-routed and directed-route SMPs, the classes that
+ * travel on QP0 only.
+ */
+static inline bool ib_mad_is_smp_class(u8 mgmt_class)
+{
+	return mgmt_class == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
+	       mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
+}
+
+/**
  * ib_is_mad_class_rmpp() - does this class use RMPP?
  * @mgmt_class: the class
  *

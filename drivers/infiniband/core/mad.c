@@ -24,10 +24,13 @@
 #include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/jiffies.h>
+#include <linux/minmax.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
@@ -51,6 +54,13 @@ MODULE_LICENSE("Dual BSD/GPL");
 /* Completions handled per run of the CQ work before it yields. */
 #define MAD_CQ_BUDGET		64
 
+/*
+ * After a receive ring could not be topped up, it is tried again this
+ * long later, twice as long after each failure up to the maximum.
+ */
+#define MAD_REFILL_MIN_MS	10
+#define MAD_REFILL_MAX_MS	2000
+
 /* LIDs from here up are multicast (and 0xffff permissive). */
 #define MAD_MCAST_LID_BASE	0xc000
 
@@ -63,19 +73,6 @@ static atomic_t ib_mad_last_hi_tid = ATOMIC_INIT(0);
 
 /* ------------------------------------------------------------------ */
 /* Class rules                                                          */
-
-/**
- * ib_mad_is_smp_class() - is this a subnet management class?
- * @mgmt_class: the class
- *
- * Return: true for LID-routed and directed-route SMPs, which travel on QP0
- * only.
- */
-bool ib_mad_is_smp_class(u8 mgmt_class)
-{
-	return mgmt_class == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
-	       mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
-}
 
 /**
  * ib_mad_is_vendor2_class() - is this a vendor class that carries an OUI?
@@ -1602,6 +1599,81 @@ drop:
 	ib_free_recv_mad(&rb->recv_wc);
 }
 
+/*
+ * The receive ring of @mqp will not be refilled any more: its receives
+ * were flushed (the QP is in the error state).  Said once.
+ */
+static void mad_rq_stop(struct ib_mad_port *port, struct ib_mad_qp *mqp)
+{
+	if (mqp->rq_stopped)
+		return;
+	mqp->rq_stopped = true;
+	mqp->rq_short = false;
+	port->rq_reports++;
+	dev_warn(&port->device->dev,
+		 "ib_mad: port %u QP%d: receives flushed; receive queue no longer refilled\n",
+		 port->port_num, mqp->index);
+}
+
+/*
+ * Top up the receive ring of @mqp (on the port's workqueue).  Nothing is
+ * tried, and nothing said, once the ring is stopped or the device had a
+ * fatal error (its event said so already).  A failure while the device
+ * lives is said once, and left to the retry work.
+ *
+ * Return: true when a retry is needed.
+ */
+static bool mad_refill(struct ib_mad_port *port, struct ib_mad_qp *mqp)
+{
+	int ret, i;
+
+	if (mqp->rq_stopped || READ_ONCE(port->fatal))
+		return false;
+	ret = mad_fill_recv(mqp);
+	if (!ret) {
+		mqp->rq_short = false;
+		return false;
+	}
+	if (READ_ONCE(port->fatal))
+		return false;
+	if (!mqp->rq_short) {
+		mqp->rq_short = true;
+		port->rq_reports++;
+		dev_warn(&port->device->dev,
+			 "ib_mad: port %u QP%d: receive queue not refilled (%d); retrying\n",
+			 port->port_num, mqp->index, ret);
+		/* a new episode starts with the shortest delay */
+		for (i = 0; i < IB_MAD_NUM_QPS; i++)
+			if (&port->qp[i] != mqp && port->qp[i].rq_short)
+				break;
+		if (i == IB_MAD_NUM_QPS)
+			port->refill_ms = MAD_REFILL_MIN_MS;
+	}
+	return true;
+}
+
+/* Tries again to refill the short receive rings, backing off. */
+static void mad_refill_work(struct work_struct *work)
+{
+	struct ib_mad_port *port =
+		container_of(to_delayed_work(work), struct ib_mad_port,
+			     refill_work);
+	bool again = false;
+	int i;
+
+	if (READ_ONCE(port->cq_dead))
+		return;
+	for (i = 0; i < IB_MAD_NUM_QPS; i++)
+		if (port->qp[i].rq_short && mad_refill(port, &port->qp[i]))
+			again = true;
+	if (!again)
+		return;
+	port->refill_ms = min_t(unsigned int, port->refill_ms * 2,
+				MAD_REFILL_MAX_MS);
+	queue_delayed_work(port->wq, &port->refill_work,
+			   msecs_to_jiffies(port->refill_ms));
+}
+
 static void mad_recv_done(struct ib_mad_port *port, struct ib_wc *wc)
 {
 	struct ib_mad_rbuf *rb =
@@ -1620,10 +1692,17 @@ static void mad_recv_done(struct ib_mad_port *port, struct ib_wc *wc)
 		mad_handle_recv(port, mqp, rb);
 	else
 		kfree(rb);
-	if (mad_fill_recv(mqp))
-		dev_warn_ratelimited(&port->device->dev,
-				     "ib_mad: port %u QP%d: receive queue not refilled\n",
-				     port->port_num, mqp->index);
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		if (!READ_ONCE(port->fatal))
+			mad_rq_stop(port, mqp);
+		return;
+	}
+	/* while a retry is pending, the retry work refills, backing off */
+	if (mqp->rq_short)
+		return;
+	if (mad_refill(port, mqp))
+		queue_delayed_work(port->wq, &port->refill_work,
+				   msecs_to_jiffies(port->refill_ms));
 }
 
 /*
@@ -1886,8 +1965,10 @@ static void mad_event(struct ib_event_handler *handler, struct ib_event *event)
 
 	if (event->event != IB_EVENT_DEVICE_FATAL)
 		return;
+	/* before fatal_work: the receive rings stop being refilled now */
+	WRITE_ONCE(port->fatal, true);
 	dev_err(&port->device->dev,
-		"ib_mad: port %u: fatal device error, flushing sends\n",
+		"ib_mad: port %u: fatal device error, flushing sends; receive queues no longer refilled\n",
 		port->port_num);
 	queue_work(port->wq, &port->fatal_work);
 }
@@ -1978,14 +2059,46 @@ static void mad_qp_drain(struct ib_mad_qp *mqp)
 }
 
 /*
+ * Objects (QP, CQ, MR, PD) a port's teardown could not free since the
+ * module was loaded; read-only parameter teardown_leaks.
+ */
+static atomic_t mad_teardown_leaks = ATOMIC_INIT(0);
+
+static int mad_teardown_leaks_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&mad_teardown_leaks));
+}
+
+static const struct kernel_param_ops mad_teardown_leaks_ops = {
+	.get = mad_teardown_leaks_get,
+};
+
+module_param_cb(teardown_leaks, &mad_teardown_leaks_ops, NULL, 0444);
+MODULE_PARM_DESC(teardown_leaks,
+		 "objects (QP, CQ, MR, PD) a port's teardown could not free");
+
+/**
+ * ib_mad_teardown_leaks() - objects port teardowns could not free
+ *
+ * Return: how many since the module was loaded (each was warned about).
+ */
+int ib_mad_teardown_leaks(void)
+{
+	return atomic_read(&mad_teardown_leaks);
+}
+
+/*
  * A teardown verb that failed leaves its object (and whatever it holds)
- * behind for good: say so loudly, once.
+ * behind for good: say so loudly, each time, and count it.
  */
 static void mad_teardown_check(struct ib_mad_port *port, const char *what,
 			       int ret)
 {
-	WARN_ONCE(ret, "ib_mad: %s port %u: cannot free the %s (%d); leaked\n",
-		  port->device->name, port->port_num, what, ret);
+	if (!ret)
+		return;
+	atomic_inc(&mad_teardown_leaks);
+	WARN(1, "ib_mad: %s port %u: cannot free the %s (%d); leaked\n",
+	     port->device->name, port->port_num, what, ret);
 }
 
 static void mad_port_free(struct ib_mad_port *port)
@@ -1997,6 +2110,11 @@ static void mad_port_free(struct ib_mad_port *port)
 	/* No completion work after this: nothing posts on the QPs any more. */
 	WRITE_ONCE(port->cq_dead, true);
 	flush_workqueue(port->wq);
+	/*
+	 * Only a completion work that ran before the flush could have queued
+	 * the refill work; it does not queue itself again now.
+	 */
+	cancel_delayed_work_sync(&port->refill_work);
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
 		if (!port->qp[i].qp)
 			continue;
@@ -2032,6 +2150,8 @@ static int mad_port_open(struct ib_device *device, u8 port_num)
 	INIT_WORK(&port->cq_work, mad_cq_work);
 	INIT_WORK(&port->local_work, mad_local_work);
 	INIT_WORK(&port->fatal_work, mad_fatal_work);
+	INIT_DELAYED_WORK(&port->refill_work, mad_refill_work);
+	port->refill_ms = MAD_REFILL_MIN_MS;
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
 		spin_lock_init(&port->qp[i].lock);
 		INIT_LIST_HEAD(&port->qp[i].regs);

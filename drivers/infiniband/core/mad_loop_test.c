@@ -66,6 +66,9 @@ struct lt_tap {
 	u8			drop_from;
 	/* drop the first this many packets */
 	int			drop_first;
+	/* RMPP STOPs and ABORTs seen (beyond LT_MAX too), and the last one */
+	int			nstop;
+	u8			stop[IB_MGMT_MAD_SIZE];
 };
 
 struct lt {
@@ -80,6 +83,7 @@ struct lt {
 static enum ktest_verdict lt_tap_fn(struct ktest_dev *kd, u8 port, u32 qpn,
 				    const void *mad)
 {
+	const struct ib_rmpp_mad *rm = mad;
 	struct lt *t = kd->tap_ctx;
 	enum ktest_verdict v = KTEST_DELIVER;
 	unsigned long irq;
@@ -88,6 +92,12 @@ static enum ktest_verdict lt_tap_fn(struct ktest_dev *kd, u8 port, u32 qpn,
 	if (t->tap.n < LT_MAX) {
 		t->tap.port[t->tap.n] = port;
 		memcpy(t->tap.mad[t->tap.n], mad, IB_MGMT_MAD_SIZE);
+	}
+	if (ib_is_mad_class_rmpp(rm->mad_hdr.mgmt_class) &&
+	    (rm->rmpp_hdr.rmpp_type == IB_MGMT_RMPP_TYPE_STOP ||
+	     rm->rmpp_hdr.rmpp_type == IB_MGMT_RMPP_TYPE_ABORT)) {
+		memcpy(t->tap.stop, mad, IB_MGMT_MAD_SIZE);
+		t->tap.nstop++;
 	}
 	if (t->tap.n < t->tap.drop_first || t->tap.drop_from == port)
 		v = KTEST_DROP;
@@ -784,6 +794,222 @@ static struct kunit_suite mad_dispatch_suite = {
 	.test_cases = mad_dispatch_cases,
 };
 
+/* ---- ib_mad_refill: the receive rings after failures ---------------- */
+
+/* @n GetResp MADs nobody waits for, from port 2 to QP1 of port 1. */
+static void lt_inject_n(struct lt *t, int n)
+{
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	u8 mad[IB_MGMT_MAD_SIZE];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		lt_hdr(mad, LT_CLASS, 1, IB_MGMT_METHOD_GET_RESP,
+		       cpu_to_be64(0x7700 + i));
+		KUNIT_ASSERT_EQ(t->test, ktest_inject(t->kd, 1, 1, mad,
+						      KTEST_LID(2), 1), 0);
+	}
+	ktest_quiesce(t->kd);
+	flush_workqueue(port->wq);
+}
+
+static int lt_rq_reports(struct ib_mad_port *port)
+{
+	return READ_ONCE(port->rq_reports);
+}
+
+static int lt_recv_count(struct ib_mad_qp *mqp)
+{
+	return READ_ONCE(mqp->recv_count);
+}
+
+/* Wait up to @ms for QP1 of port 1 to hold @want receives again. */
+static bool lt_wait_rq(struct lt *t, int want, int ms)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
+
+	while (ktest_rq_len(t->kd, 1, 1) != want) {
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(1000, 2000);
+	}
+	return true;
+}
+
+/*
+ * Receive posts that fail while the device lives: one line, retries that
+ * back off (not one per receive, not a tight loop), and the ring full
+ * again without any new receive once the posts work.  A later failure is
+ * a new episode: one more line, retried at the shortest delay.
+ */
+static void refill_retry_backoff(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	int tries;
+
+	KUNIT_ASSERT_EQ(test, ktest_rq_len(t->kd, 1, 1), IB_MAD_RECV_DEPTH);
+	atomic_set(&t->kd->fail_recv_posts, -1);
+	lt_inject_n(t, 4);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1), IB_MAD_RECV_DEPTH - 4);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 1);
+	KUNIT_EXPECT_TRUE(test, delayed_work_pending(&port->refill_work));
+
+	/* 300 ms of failing posts: retries at 10, 30, 70, 150, 310 ms */
+	tries = atomic_read(&t->kd->recv_posts_failed);
+	msleep(300);
+	tries = atomic_read(&t->kd->recv_posts_failed) - tries;
+	KUNIT_EXPECT_GE(test, tries, 2);
+	KUNIT_EXPECT_LE(test, tries, 6);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 1);
+
+	/* the posts work again: refilled with no receive to trigger it */
+	atomic_set(&t->kd->fail_recv_posts, 0);
+	KUNIT_EXPECT_TRUE_MSG(test, lt_wait_rq(t, IB_MAD_RECV_DEPTH, 3000),
+			      "receive queue at %d",
+			      ktest_rq_len(t->kd, 1, 1));
+	flush_workqueue(port->wq);
+	KUNIT_EXPECT_FALSE(test, delayed_work_pending(&port->refill_work));
+
+	/* one failed post later: said again, retried after 10 ms, not 2 s */
+	atomic_set(&t->kd->fail_recv_posts, 1);
+	lt_inject_n(t, 1);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 2);
+	KUNIT_EXPECT_TRUE(test, lt_wait_rq(t, IB_MAD_RECV_DEPTH, 500));
+	lt_teardown(t);
+}
+
+/*
+ * After a fatal device error nothing is tried and nothing said about the
+ * receive rings (the fatal line says it), however many receives come.
+ */
+static void refill_fatal_quiet(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	struct ib_event ev = {
+		.device = &t->kd->ibdev,
+		.event = IB_EVENT_DEVICE_FATAL,
+	};
+
+	atomic_set(&t->kd->fail_recv_posts, -1);
+	ib_dispatch_event(&ev);
+	lt_inject_n(t, 10);
+	msleep(50);
+	flush_workqueue(port->wq);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->recv_posts_failed), 0);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 0);
+	KUNIT_EXPECT_FALSE(test, delayed_work_pending(&port->refill_work));
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1),
+			IB_MAD_RECV_DEPTH - 10);
+	atomic_set(&t->kd->fail_recv_posts, 0);
+	lt_teardown(t);
+}
+
+/*
+ * Flushed receives (the QP went to the error state): one line, the
+ * buffers freed, no reposting and no retries.
+ */
+static void refill_flushed_once(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+
+	KUNIT_EXPECT_EQ(test, ktest_flush_rq(t->kd, 1, 1), IB_MAD_RECV_DEPTH);
+	ktest_quiesce(t->kd);
+	flush_workqueue(port->wq);
+	msleep(30);
+	flush_workqueue(port->wq);
+	KUNIT_EXPECT_EQ(test, lt_rq_reports(port), 1);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1), 0);
+	KUNIT_EXPECT_EQ(test, lt_recv_count(&port->qp[IB_MAD_QP1]), 0);
+	KUNIT_EXPECT_FALSE(test, delayed_work_pending(&port->refill_work));
+	/* QP0 and the other port are untouched */
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 0), IB_MAD_RECV_DEPTH);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 2, 1), IB_MAD_RECV_DEPTH);
+	lt_teardown(t);
+}
+
+static struct kunit_case mad_refill_cases[] = {
+	KUNIT_CASE(refill_retry_backoff),
+	KUNIT_CASE(refill_fatal_quiet),
+	KUNIT_CASE(refill_flushed_once),
+	{}
+};
+
+static struct kunit_suite mad_refill_suite = {
+	.name = "ib_mad_refill",
+	.test_cases = mad_refill_cases,
+};
+
+/* ---- ib_mad_port: what a port's teardown cannot free ---------------- */
+
+/*
+ * An AH left on a port's MAD PD (the leak the check is for): the PD
+ * cannot be deallocated; the teardown says so, counts it, and frees the
+ * rest.
+ */
+static void teardown_pd_busy(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_pd *pd = t->ah[1]->pd;
+	int before = ib_mad_teardown_leaks();
+
+	ib_destroy_ah(t->ah[2]);
+	ib_unregister_device(&t->kd->ibdev);
+	ktest_quiesce(t->kd);
+	KUNIT_EXPECT_EQ(test, ib_mad_teardown_leaks(), before + 1);
+	/* the AH and port 1's PD; port 2's objects and the CQs went */
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), 2);
+	ib_destroy_ah(t->ah[1]);
+	KUNIT_EXPECT_EQ(test, ib_dealloc_pd(pd), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), 0);
+	ib_dealloc_device(&t->kd->ibdev);
+}
+
+/* CQs the driver refused to destroy, kept to free them after the test. */
+static struct ib_cq *lt_refused_cq[KTEST_PORTS];
+static int lt_nrefused_cq;
+
+static int lt_destroy_cq_fails(struct ib_cq *cq)
+{
+	if (lt_nrefused_cq < KTEST_PORTS)
+		lt_refused_cq[lt_nrefused_cq++] = cq;
+	return -EIO;
+}
+
+/* A driver whose destroy_cq fails: each port's CQ is reported, once. */
+static void teardown_cq_refused(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	int before = ib_mad_teardown_leaks(), i, p;
+
+	lt_nrefused_cq = 0;
+	for (p = 1; p <= KTEST_PORTS; p++)
+		ib_destroy_ah(t->ah[p]);
+	t->kd->ibdev.destroy_cq = lt_destroy_cq_fails;
+	ib_unregister_device(&t->kd->ibdev);
+	ktest_quiesce(t->kd);
+	KUNIT_EXPECT_EQ(test, ib_mad_teardown_leaks(), before + KTEST_PORTS);
+	KUNIT_ASSERT_EQ(test, lt_nrefused_cq, KTEST_PORTS);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), KTEST_PORTS);
+	for (i = 0; i < lt_nrefused_cq; i++)
+		ktest_destroy_cq(lt_refused_cq[i]);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->live_objects), 0);
+	ib_dealloc_device(&t->kd->ibdev);
+}
+
+static struct kunit_case mad_port_cases[] = {
+	KUNIT_CASE(teardown_pd_busy),
+	KUNIT_CASE(teardown_cq_refused),
+	{}
+};
+
+static struct kunit_suite mad_port_suite = {
+	.name = "ib_mad_port",
+	.test_cases = mad_port_cases,
+};
+
 /* ---- ib_mad_rmpp_loop: RMPP end to end ------------------------------ */
 
 /* An SA RMPP message of @data_len bytes, data byte i = i * 7 + 3. */
@@ -1076,6 +1302,174 @@ static void rmpp_user_sender(struct kunit *test)
 	lt_teardown(t);
 }
 
+/* A DATA segment of an SA GetTable response, its data left zero. */
+static void lt_rmpp_data(u8 *mad, __be64 tid, u32 seg, u8 flags, u32 paylen)
+{
+	struct ib_rmpp_mad *rm = (struct ib_rmpp_mad *)mad;
+
+	lt_hdr(mad, LT_SA, 2, LT_GETTABLE | IB_MGMT_METHOD_RESP, tid);
+	rm->rmpp_hdr.rmpp_version = IB_MGMT_RMPP_VERSION;
+	rm->rmpp_hdr.rmpp_type = IB_MGMT_RMPP_TYPE_DATA;
+	ib_set_rmpp_flags(&rm->rmpp_hdr, IB_MGMT_RMPP_FLAG_ACTIVE | flags);
+	rm->rmpp_hdr.seg_num = cpu_to_be32(seg);
+	rm->rmpp_hdr.paylen_newwin = cpu_to_be32(paylen);
+}
+
+static int lt_nstop(struct lt *t)
+{
+	unsigned long irq;
+	int n;
+
+	spin_lock_irqsave(&t->tap.lock, irq);
+	n = t->tap.nstop;
+	spin_unlock_irqrestore(&t->tap.lock, irq);
+	return n;
+}
+
+static bool lt_rx_empty(struct ib_mad_agent *a)
+{
+	struct ib_mad_agent_priv *ap = ib_mad_agent_priv(a);
+	unsigned long irq;
+	bool empty;
+
+	spin_lock_irqsave(&ap->lock, irq);
+	empty = list_empty(&ap->rmpp_rx);
+	spin_unlock_irqrestore(&ap->lock, irq);
+	return empty;
+}
+
+/* The one STOP seen: RESX, for @tid, back to the sender (R bit flipped). */
+static void lt_expect_stop_resx(struct lt *t, __be64 tid)
+{
+	struct ib_rmpp_mad *rm = (struct ib_rmpp_mad *)t->tap.stop;
+
+	long seen = wait_event_timeout(t->wq, lt_nstop(t) >= 1, LT_WAIT);
+
+	KUNIT_ASSERT_TRUE_MSG(t->test, seen, "no RMPP STOP or ABORT sent");
+	KUNIT_EXPECT_EQ(t->test, lt_nstop(t), 1);
+	KUNIT_EXPECT_EQ(t->test, rm->rmpp_hdr.rmpp_type,
+			IB_MGMT_RMPP_TYPE_STOP);
+	KUNIT_EXPECT_EQ(t->test, rm->rmpp_hdr.rmpp_status,
+			IB_MGMT_RMPP_STATUS_RESX);
+	KUNIT_EXPECT_TRUE(t->test, rm->mad_hdr.tid == tid);
+	KUNIT_EXPECT_EQ(t->test, rm->mad_hdr.method, LT_GETTABLE);
+}
+
+/*
+ * A response whose first segment announces more than IB_MAD_RMPP_MAX_DATA
+ * bytes is stopped at once (STOP, RESX) and nothing of it is kept; one
+ * that announces the cap exactly is taken.
+ */
+static void rmpp_rx_cap_announced(struct kunit *test)
+{
+	/* SA: 200 data bytes in each 220 after the RMPP header */
+	const u32 segs = DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA + 1, 200);
+	const u32 over = segs * 220 - (segs * 200 - IB_MAD_RMPP_MAX_DATA - 1);
+	struct lt *t = lt_setup(test);
+	struct lt_rec *ra = lt_rec(test);
+	struct ib_mad_send_buf *req;
+	u8 mad[IB_MGMT_MAD_SIZE];
+	struct ib_mad_agent *a;
+	int acks;
+
+	a = lt_agent(t, 1, LT_SA, 2, NULL, 0, IB_MGMT_RMPP_VERSION, ra);
+	t->tap.drop_from = 1;
+	req = lt_msg(t, a, LT_SA, 2, LT_GETTABLE, lt_tid(a, 9), 60000, 0);
+	lt_post(t, req);
+	lt_rmpp_data(mad, lt_tid(a, 9), 1, IB_MGMT_RMPP_FLAG_FIRST, over);
+	KUNIT_ASSERT_EQ(test, ktest_inject(t->kd, 1, 1, mad, KTEST_LID(2), 1),
+			0);
+	lt_expect_stop_resx(t, lt_tid(a, 9));
+	KUNIT_EXPECT_TRUE(test, lt_rx_empty(a));
+	KUNIT_EXPECT_EQ(test, lt_last_ack(t, &acks), -1);
+
+	/* one byte less: the cap itself is fine, segment 1 is ACKed */
+	lt_rmpp_data(mad, lt_tid(a, 9), 1, IB_MGMT_RMPP_FLAG_FIRST, over - 1);
+	KUNIT_ASSERT_EQ(test, ktest_inject(t->kd, 1, 1, mad, KTEST_LID(2), 1),
+			0);
+	KUNIT_ASSERT_TRUE(test, wait_event_timeout(t->wq,
+						   lt_last_ack(t, &acks) == 1,
+						   LT_WAIT));
+	KUNIT_EXPECT_FALSE(test, lt_rx_empty(a));
+	KUNIT_EXPECT_EQ(test, lt_nstop(t), 1);
+	KUNIT_EXPECT_EQ(test, lt_nrecv(ra), 0);
+	ib_cancel_mad(a, req);
+	ib_unregister_mad_agent(a);
+	lt_teardown(t);
+}
+
+/*
+ * Wait until ib_mad has taken all that arrived and QP1's receive ring is
+ * full again on the "hardware" (ib_mad's own count also holds buffers
+ * whose completions it has not polled yet).
+ */
+static void lt_drain_port(struct lt *t, struct ib_mad_port *port)
+{
+	unsigned long end = jiffies + LT_WAIT;
+
+	for (;;) {
+		ktest_quiesce(t->kd);
+		flush_workqueue(port->wq);
+		if (ktest_rq_len(t->kd, port->port_num, 1) == IB_MAD_RECV_DEPTH)
+			return;
+		KUNIT_ASSERT_TRUE_MSG(t->test, time_before(jiffies, end),
+				      "receive queue at %d",
+				      ktest_rq_len(t->kd, port->port_num, 1));
+		usleep_range(500, 1000);
+	}
+}
+
+/* Inject DATA segments @from..@to (none LAST) and let ib_mad take them. */
+static void lt_inject_segs(struct lt *t, __be64 tid, u32 from, u32 to)
+{
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	u8 *mad = kunit_kmalloc(t->test, IB_MGMT_MAD_SIZE, GFP_KERNEL);
+	u32 seg;
+
+	KUNIT_ASSERT_NOT_NULL(t->test, mad);
+	for (seg = from; seg <= to; seg++) {
+		lt_rmpp_data(mad, tid, seg,
+			     seg == 1 ? IB_MGMT_RMPP_FLAG_FIRST : 0, 0);
+		KUNIT_ASSERT_EQ(t->test, ktest_inject(t->kd, 1, 1, mad,
+						      KTEST_LID(2), 1), 0);
+		/* never more in flight than the receive queue holds */
+		if (seg % 128 == 0 || seg == to)
+			lt_drain_port(t, port);
+	}
+}
+
+/*
+ * A response that announces no length (PayloadLength 0) is stopped by
+ * the running total: 20971 SA segments (4194200 bytes) are kept, the
+ * 20972nd (4194400) ends the transfer with STOP, RESX, and frees what it
+ * gathered; its later segments are dropped without another STOP.
+ */
+static void rmpp_rx_cap_running(struct kunit *test)
+{
+	const u32 segs = DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA, 200);
+	struct lt *t = lt_setup(test);
+	struct lt_rec *ra = lt_rec(test);
+	struct ib_mad_send_buf *req;
+	struct ib_mad_agent *a;
+	__be64 tid;
+
+	a = lt_agent(t, 1, LT_SA, 2, NULL, 0, IB_MGMT_RMPP_VERSION, ra);
+	t->tap.drop_from = 1;
+	tid = lt_tid(a, 11);
+	req = lt_msg(t, a, LT_SA, 2, LT_GETTABLE, tid, 60000, 0);
+	lt_post(t, req);
+	lt_inject_segs(t, tid, 1, segs - 1);
+	KUNIT_EXPECT_EQ(test, lt_nstop(t), 0);
+	KUNIT_EXPECT_FALSE(test, lt_rx_empty(a));
+	lt_inject_segs(t, tid, segs, segs + 2);
+	lt_expect_stop_resx(t, tid);
+	KUNIT_EXPECT_TRUE(test, lt_rx_empty(a));
+	KUNIT_EXPECT_EQ(test, lt_nrecv(ra), 0);
+	ib_cancel_mad(a, req);
+	ib_unregister_mad_agent(a);
+	lt_teardown(t);
+}
+
 static struct kunit_case mad_rmpp_loop_cases[] = {
 	KUNIT_CASE(rmpp_end_to_end),
 	KUNIT_CASE(rmpp_reassembly),
@@ -1083,6 +1477,8 @@ static struct kunit_case mad_rmpp_loop_cases[] = {
 	KUNIT_CASE(rmpp_duplicate_tid),
 	KUNIT_CASE(rmpp_user_segments),
 	KUNIT_CASE(rmpp_user_sender),
+	KUNIT_CASE(rmpp_rx_cap_announced),
+	KUNIT_CASE(rmpp_rx_cap_running),
 	{}
 };
 
@@ -1091,4 +1487,5 @@ static struct kunit_suite mad_rmpp_loop_suite = {
 	.test_cases = mad_rmpp_loop_cases,
 };
 
-kunit_test_suites(&mad_send_suite, &mad_dispatch_suite, &mad_rmpp_loop_suite);
+kunit_test_suites(&mad_send_suite, &mad_dispatch_suite, &mad_refill_suite,
+		  &mad_port_suite, &mad_rmpp_loop_suite);

@@ -93,6 +93,10 @@ struct ib_mad_rbuf {
  *	what was posted has been reaped as flushed
  * @recv_posted: receive buffers the HCA holds
  * @recv_count: how many
+ * @rq_short: the receive ring could not be topped up; the port's
+ *	refill_work tries again.  Only on the port's workqueue.
+ * @rq_stopped: the receives were flushed: the ring is not refilled any
+ *	more.  Only on the port's workqueue.
  * @regs: registrations (&struct ib_mad_reg); guarded by the port's reg_lock
  */
 struct ib_mad_qp {
@@ -107,6 +111,8 @@ struct ib_mad_qp {
 	bool			dead;
 	struct list_head	recv_posted;
 	int			recv_count;
+	bool			rq_short;
+	bool			rq_stopped;
 	struct list_head	regs;
 };
 
@@ -132,6 +138,14 @@ struct ib_mad_qp {
  * @event_handler: watches for IB_EVENT_DEVICE_FATAL
  * @fatal_work: after a fatal error, reaps the sends the dead HCA will
  *	never complete (on @wq)
+ * @fatal: set by the event handler (any context) at a fatal error, read
+ *	with READ_ONCE(): from then on the receive rings are not refilled
+ * @refill_work: tries again to top up the receive rings that are short
+ *	(on @wq), while the device lives
+ * @refill_ms: its current delay, doubled after each failure up to a
+ *	maximum.  Only on @wq.
+ * @rq_reports: lines said about the receive rings (a failed refill, once
+ *	per episode; receives flushed, once).  Only on @wq.
  */
 struct ib_mad_port {
 	struct list_head		list;
@@ -154,6 +168,10 @@ struct ib_mad_port {
 	struct ib_mad_agent		*reply_agent[IB_MAD_NUM_QPS];
 	struct ib_event_handler		event_handler;
 	struct work_struct		fatal_work;
+	bool				fatal;
+	struct delayed_work		refill_work;
+	unsigned int			refill_ms;
+	int				rq_reports;
 };
 
 /**
@@ -273,7 +291,6 @@ struct ib_mad_send_priv {
 };
 
 /* Pure rules (mad.c), tested by mad_test.c. */
-bool ib_mad_is_smp_class(u8 mgmt_class);
 bool ib_mad_is_vendor2_class(u8 mgmt_class);
 int ib_mad_check_recv(const struct ib_mad_hdr *hdr, bool on_qp0);
 int ib_mad_check_reg(enum ib_qp_type qp_type,
@@ -287,6 +304,9 @@ int ib_mad_reg_insert(struct list_head *regs, struct ib_mad_reg *reg);
 struct ib_mad_reg *ib_mad_reg_lookup(struct list_head *regs,
 				     const struct ib_mad *mad);
 u32 ib_mad_tid_agent(__be64 tid);
+
+/* For the suites: objects port teardowns could not free. */
+int ib_mad_teardown_leaks(void);
 
 /* Between mad.c, mad_rmpp.c and agent.c. */
 struct ib_mad_port *ib_mad_port_get(struct ib_device *device, u8 port_num);

@@ -14,15 +14,19 @@
  * source LID and QP); the first segment is acknowledged at once with a
  * window of IB_RMPP_RX_WINDOW, then each window boundary and the last
  * segment.  Duplicates are acknowledged again, out-of-order segments
- * dropped.  A finished transaction lingers a little so that a lost final
- * ACK can be repeated.  A STOP or ABORT from the sender drops the
- * reassembly; one from the receiver ends our send with IB_WC_REM_ABORT_ERR.
+ * dropped.  A transfer whose first segment announces more than
+ * IB_MAD_RMPP_MAX_DATA bytes of data, or that grows past it, is stopped
+ * (STOP, status RESX) and what it gathered is freed.  A finished
+ * transaction lingers a little so that a lost final ACK can be repeated.
+ * A STOP or ABORT from the sender drops the reassembly; one from the
+ * receiver ends our send with IB_WC_REM_ABORT_ERR.
  *
  * All of this runs from the port's workqueue, under the agent's lock for
  * state changes; control MADs are sent after the lock is dropped.
  */
 
 #include <linux/jiffies.h>
+#include <linux/minmax.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -125,6 +129,53 @@ int ib_rmpp_recv_len(int hdr_len, u32 seg_count, u32 last_paylen)
 	if (last_paylen > IB_MGMT_RMPP_DATA || pad < 0)
 		pad = 0;
 	return hdr_len + seg_count * (IB_MGMT_MAD_SIZE - hdr_len) - pad;
+}
+
+/**
+ * ib_rmpp_rx_fits() - does a transfer being received stay within the cap?
+ * @hdr_len: the class's header length (ib_get_mad_data_offset())
+ * @seg_num: the DATA segment about to be taken (in order), from 1
+ * @flags: its RMPP flags
+ * @paylen: its PayloadLength
+ *
+ * Two totals are held against IB_MAD_RMPP_MAX_DATA, the cap of the data
+ * bytes of a message (as ib_rmpp_layout() applies it to sends): the one
+ * the first segment announces in PayloadLength (IB_MGMT_RMPP_DATA bytes
+ * per segment, class header included; 0 when the sender did not say), and
+ * the running one, @seg_num segments' worth (less the last one's padding
+ * when this is the last).  Sizes are size_t with overflow checks, so no
+ * value on the wire can wrap them.
+ *
+ * Return: true when both stay within the cap; false too for a header
+ * shorter than the RMPP one or leaving no data, or segment 0.
+ */
+bool ib_rmpp_rx_fits(int hdr_len, u32 seg_num, u8 flags, u32 paylen)
+{
+	size_t seg_data, segs, total, wire, pad = 0;
+
+	if (hdr_len < IB_MGMT_RMPP_HDR || hdr_len >= IB_MGMT_MAD_SIZE ||
+	    !seg_num)
+		return false;
+	seg_data = IB_MGMT_MAD_SIZE - hdr_len;
+
+	if ((flags & IB_MGMT_RMPP_FLAG_FIRST) && paylen) {
+		/* segments announced, rounded up without overflow */
+		segs = paylen / IB_MGMT_RMPP_DATA +
+		       !!(paylen % IB_MGMT_RMPP_DATA);
+		/* data = paylen + segs * (seg_data - IB_MGMT_RMPP_DATA) */
+		if (check_mul_overflow(segs, seg_data, &total) ||
+		    check_add_overflow(total, (size_t)paylen, &total) ||
+		    check_mul_overflow(segs, (size_t)IB_MGMT_RMPP_DATA, &wire))
+			return false;
+		if (total >= wire && total - wire > IB_MAD_RMPP_MAX_DATA)
+			return false;
+	}
+
+	if ((flags & IB_MGMT_RMPP_FLAG_LAST) && paylen <= IB_MGMT_RMPP_DATA)
+		pad = IB_MGMT_RMPP_DATA - paylen;
+	if (check_mul_overflow((size_t)seg_num, seg_data, &total))
+		return false;
+	return total - min(pad, total) <= IB_MAD_RMPP_MAX_DATA;
 }
 
 /**
@@ -433,6 +484,23 @@ static struct ib_mad_rbuf *rmpp_recv_data(struct ib_mad_agent_priv *agent,
 	if (fresh) {
 		rx = fresh;
 		list_add_tail(&rx->list, &agent->rmpp_rx);
+	}
+	if (!rx->win.done && seg == rx->win.last + 1 &&
+	    !ib_rmpp_rx_fits(ib_get_mad_data_offset(rx->mgmt_class), seg,
+			     flags, be32_to_cpu(rm->rmpp_hdr.paylen_newwin))) {
+		/*
+		 * More than IB_MAD_RMPP_MAX_DATA: the receiver is out of
+		 * resources for it, which IBA 13.6 says with STOP and
+		 * status 1 (no ABORT status means that).  What was gathered
+		 * goes now.
+		 */
+		list_del(&rx->list);
+		rmpp_ctl_from_rx(&ctl, rx, IB_MGMT_RMPP_TYPE_STOP,
+				 IB_MGMT_RMPP_STATUS_RESX);
+		spin_unlock_irqrestore(&agent->lock, irq);
+		rmpp_rx_free(rx);
+		rmpp_send_ctl(agent, &ctl);
+		goto drop;
 	}
 	act = ib_rmpp_rx_seg(&rx->win, seg, flags & IB_MGMT_RMPP_FLAG_LAST,
 			     IB_RMPP_RX_WINDOW);

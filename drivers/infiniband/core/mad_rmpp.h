@@ -59,6 +59,7 @@ int ib_rmpp_layout(int hdr_len, int data_len, int *seg_size, int *seg_count,
 		   int *pad);
 u32 ib_rmpp_paylen(u32 seg_num, u32 seg_count, int pad);
 int ib_rmpp_recv_len(int hdr_len, u32 seg_count, u32 last_paylen);
+bool ib_rmpp_rx_fits(int hdr_len, u32 seg_num, u8 flags, u32 paylen);
 
 void ib_rmpp_tx_start(struct ib_rmpp_txwin *w, u32 seg_count);
 u32 ib_rmpp_tx_next(const struct ib_rmpp_txwin *w);

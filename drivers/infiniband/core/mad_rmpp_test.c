@@ -7,6 +7,7 @@
  */
 
 #include <kunit/test.h>
+#include <linux/math64.h>
 
 #include <rdma/ib_mad.h>
 
@@ -100,6 +101,72 @@ static void rmpp_len_round_trip(struct kunit *test)
 	/* A nonsense PayloadLength counts as a full last segment. */
 	KUNIT_EXPECT_EQ(test, ib_rmpp_recv_len(IB_MGMT_SA_HDR, 2, 5000),
 			IB_MGMT_SA_HDR + 400);
+}
+
+/* PayloadLength of the first segment of @data bytes under @hdr bytes. */
+static u32 rmpp_first_paylen(int hdr, u64 data)
+{
+	u64 size = IB_MGMT_MAD_SIZE - hdr;
+	u64 count = div64_u64(data + size - 1, size);
+
+	return count * IB_MGMT_RMPP_DATA - (count * size - data);
+}
+
+/* The receive-size cap: what the first segment announces, what arrives. */
+static void rmpp_rx_cap(struct kunit *test)
+{
+	static const int hdrs[] = { IB_MGMT_RMPP_HDR,
+				    IB_MGMT_VENDOR_HDR, IB_MGMT_SA_HDR,
+				    IB_MGMT_DEVICE_HDR };
+	const u8 first = IB_MGMT_RMPP_FLAG_ACTIVE | IB_MGMT_RMPP_FLAG_FIRST;
+	const u8 mid = IB_MGMT_RMPP_FLAG_ACTIVE;
+	const u8 last = IB_MGMT_RMPP_FLAG_ACTIVE | IB_MGMT_RMPP_FLAG_LAST;
+	u32 segs = DIV_ROUND_UP(IB_MAD_RMPP_MAX_DATA, 200);
+	u32 cap_pad = segs * 200 - IB_MAD_RMPP_MAX_DATA;
+	int i;
+
+	/* announced: the cap exactly is taken, one byte more is not */
+	for (i = 0; i < ARRAY_SIZE(hdrs); i++) {
+		u32 at = rmpp_first_paylen(hdrs[i], IB_MAD_RMPP_MAX_DATA);
+		u32 past = rmpp_first_paylen(hdrs[i], IB_MAD_RMPP_MAX_DATA + 1);
+
+		KUNIT_EXPECT_TRUE_MSG(test, ib_rmpp_rx_fits(hdrs[i], 1, first, at),
+				      "header %d", hdrs[i]);
+		KUNIT_EXPECT_FALSE_MSG(test,
+				       ib_rmpp_rx_fits(hdrs[i], 1, first, past),
+				       "header %d", hdrs[i]);
+	}
+	/* 0: the sender did not say; the largest u32 does not wrap */
+	KUNIT_EXPECT_TRUE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, 1, first, 0));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, 1, first,
+						 U32_MAX));
+	KUNIT_EXPECT_TRUE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, 1,
+						first | last, 100));
+	/* only the first segment's PayloadLength is a total */
+	KUNIT_EXPECT_TRUE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, 2, mid,
+						U32_MAX));
+
+	/* running: SA segments of 200 bytes; 20972 of them pass 4 MiB */
+	KUNIT_EXPECT_EQ(test, segs, 20972U);
+	KUNIT_EXPECT_TRUE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, segs - 1, mid,
+						0));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, segs, mid,
+						 0));
+	/* ... unless it is the last one and short enough */
+	KUNIT_EXPECT_TRUE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, segs, last,
+						IB_MGMT_RMPP_DATA - cap_pad));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, segs, last,
+						 IB_MGMT_RMPP_DATA - cap_pad + 1));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, segs, last,
+						 IB_MGMT_RMPP_DATA));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, U32_MAX, mid,
+						 0));
+	/* nonsense arguments are refused */
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_SA_HDR, 0, first, 0));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_MAD_SIZE, 1, first,
+						 0));
+	KUNIT_EXPECT_FALSE(test, ib_rmpp_rx_fits(IB_MGMT_MAD_HDR, 1, first,
+						 0));
 }
 
 static void rmpp_tx_window(struct kunit *test)
@@ -250,6 +317,7 @@ static struct kunit_case rmpp_cases[] = {
 	KUNIT_CASE(rmpp_layout_limits),
 	KUNIT_CASE(rmpp_paylen),
 	KUNIT_CASE(rmpp_len_round_trip),
+	KUNIT_CASE(rmpp_rx_cap),
 	KUNIT_CASE(rmpp_tx_window),
 	KUNIT_CASE(rmpp_tx_rewind),
 	KUNIT_CASE(rmpp_rx_window),

@@ -82,6 +82,16 @@ static void recv_smp_class_version(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_mad_check_recv(&h, false), 0);
 }
 
+/* The shared rule (<rdma/ib_mad.h>, used by mthca too): 0x01 and 0x81. */
+static void recv_smp_classes(struct kunit *test)
+{
+	int c;
+
+	for (c = 0; c < 256; c++)
+		KUNIT_EXPECT_EQ_MSG(test, ib_mad_is_smp_class(c),
+				    c == 0x01 || c == 0x81, "class 0x%02x", c);
+}
+
 static void recv_method_zero(struct kunit *test)
 {
 	struct ib_mad_hdr h;
@@ -140,6 +150,7 @@ static struct kunit_case mad_recv_cases[] = {
 	KUNIT_CASE(recv_smp_only_on_qp0),
 	KUNIT_CASE(recv_gsi_never_on_qp0),
 	KUNIT_CASE(recv_smp_class_version),
+	KUNIT_CASE(recv_smp_classes),
 	KUNIT_CASE(recv_method_zero),
 	KUNIT_CASE(recv_response_kinds),
 	KUNIT_CASE(recv_class_tables),

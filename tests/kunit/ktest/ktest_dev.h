@@ -18,8 +18,8 @@
  * every send on the QP without completing it (->hold_sends, as a dead
  * HCA would), and inject a packet of its own (ktest_inject()).
  *
- * Locking: ->lock (irqsave) guards ->pending, ->special, ->hold_sends and
- * the receive queues of the QPs; each CQ's ring has its own lock, taken
+ * Locking: ->lock (irqsave) guards ->pending, ->special, ->hold_sends,
+ * ->ahs and the receive queues of the QPs; each CQ's ring has its own lock, taken
  * inside ->lock or alone.  Completion handlers are called with no lock
  * held.
  */
@@ -86,6 +86,12 @@ struct ktest_dev {
 	ktest_tap_fn		tap;
 	void			*tap_ctx;
 	atomic_t		sent;
+	/* receive posts to refuse (-ENOMEM): > 0 that many, < 0 all */
+	atomic_t		fail_recv_posts;
+	/* receive posts refused so far */
+	atomic_t		recv_posts_failed;
+	/* the live address handles (under ->lock) */
+	struct list_head	ahs;
 };
 
 /* A work request the loopback holds: a posted receive or a send. */
@@ -116,6 +122,8 @@ struct ktest_qp {
 struct ktest_ah {
 	struct ib_ah		ibah;
 	struct ib_ah_attr	attr;
+	/* on ktest_dev.ahs */
+	struct list_head	list;
 };
 
 struct ktest_cq {
@@ -216,14 +224,22 @@ static inline int ktest_dealloc_pd(struct ib_pd *pd)
 	return ktest_free(pd->device, pd);
 }
 
+/* ib_create_ah() may be called in atomic context: never sleeps. */
 static inline struct ib_ah *ktest_create_ah(struct ib_pd *pd,
 					    struct ib_ah_attr *attr)
 {
-	struct ktest_ah *ah = ktest_new(pd->device, sizeof(*ah));
+	struct ktest_ah *ah = kzalloc(sizeof(*ah), GFP_ATOMIC);
 
-	if (IS_ERR(ah))
-		return ERR_CAST(ah);
+	struct ktest_dev *kd = to_ktest(pd->device);
+	unsigned long irq;
+
+	if (!ah)
+		return ERR_PTR(-ENOMEM);
+	atomic_inc(&kd->live_objects);
 	ah->attr = *attr;
+	spin_lock_irqsave(&kd->lock, irq);
+	list_add_tail(&ah->list, &kd->ahs);
+	spin_unlock_irqrestore(&kd->lock, irq);
 	return &ah->ibah;
 }
 
@@ -233,9 +249,37 @@ static inline int ktest_query_ah(struct ib_ah *ah, struct ib_ah_attr *attr)
 	return 0;
 }
 
-static inline int ktest_destroy_ah(struct ib_ah *ah)
+static inline int ktest_destroy_ah(struct ib_ah *ibah)
 {
-	return ktest_free(ah->device, container_of(ah, struct ktest_ah, ibah));
+	struct ktest_ah *ah = container_of(ibah, struct ktest_ah, ibah);
+	struct ktest_dev *kd = to_ktest(ibah->device);
+	unsigned long irq;
+
+	spin_lock_irqsave(&kd->lock, irq);
+	list_del(&ah->list);
+	spin_unlock_irqrestore(&kd->lock, irq);
+	return ktest_free(ibah->device, ah);
+}
+
+/**
+ * ktest_ahs_to() - live address handles towards a LID
+ * @kd: the device
+ * @dlid: the LID
+ *
+ * Return: how many.
+ */
+static inline int ktest_ahs_to(struct ktest_dev *kd, u16 dlid)
+{
+	struct ktest_ah *ah;
+	unsigned long irq;
+	int n = 0;
+
+	spin_lock_irqsave(&kd->lock, irq);
+	list_for_each_entry(ah, &kd->ahs, list)
+		if (ah->attr.dlid == dlid)
+			n++;
+	spin_unlock_irqrestore(&kd->lock, irq);
+	return n;
 }
 
 static inline struct ib_srq *ktest_create_srq(struct ib_pd *pd,
@@ -391,6 +435,12 @@ static inline int ktest_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 		if (wr->num_sge != 1) {
 			*bad = wr;
 			return -EINVAL;
+		}
+		if (atomic_read(&kd->fail_recv_posts) < 0 ||
+		    atomic_add_unless(&kd->fail_recv_posts, -1, 0)) {
+			atomic_inc(&kd->recv_posts_failed);
+			*bad = wr;
+			return -ENOMEM;
 		}
 		w = ktest_wr_new(qp, wr->wr_id, wr->sg_list);
 		if (!w) {
@@ -639,6 +689,68 @@ static inline int ktest_pending(struct ktest_dev *kd)
 }
 
 /**
+ * ktest_rq_len() - receives posted on a special QP and not used yet
+ * @kd: the device
+ * @port: its port
+ * @qpn: 0 or 1
+ *
+ * Return: how many, 0 when there is no such QP.
+ */
+static inline int ktest_rq_len(struct ktest_dev *kd, u8 port, u32 qpn)
+{
+	struct ktest_wr *w;
+	unsigned long irq;
+	int n = 0;
+
+	if (!port || port > KTEST_PORTS || qpn > 1)
+		return 0;
+	spin_lock_irqsave(&kd->lock, irq);
+	if (kd->special[port - 1][qpn])
+		list_for_each_entry(w, &kd->special[port - 1][qpn]->rq, list)
+			n++;
+	spin_unlock_irqrestore(&kd->lock, irq);
+	return n;
+}
+
+/**
+ * ktest_flush_rq() - complete every posted receive of a special QP as
+ *	flushed, as an HCA does when the QP goes to the error state
+ * @kd: the device
+ * @port: its port
+ * @qpn: 0 or 1
+ *
+ * Return: how many were flushed.
+ */
+static inline int ktest_flush_rq(struct ktest_dev *kd, u8 port, u32 qpn)
+{
+	struct ktest_wr *w, *tmp;
+	struct ktest_qp *qp = NULL;
+	struct ib_wc wc = {};
+	unsigned long irq;
+	LIST_HEAD(gone);
+	int n = 0;
+
+	if (!port || port > KTEST_PORTS || qpn > 1)
+		return 0;
+	spin_lock_irqsave(&kd->lock, irq);
+	qp = kd->special[port - 1][qpn];
+	if (qp)
+		list_splice_init(&qp->rq, &gone);
+	spin_unlock_irqrestore(&kd->lock, irq);
+	list_for_each_entry_safe(w, tmp, &gone, list) {
+		wc.wr_id = w->wr_id;
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.opcode = IB_WC_RECV;
+		wc.qp_num = qpn;
+		wc.port_num = port;
+		ktest_cq_add(qp->ibqp.recv_cq, &wc);
+		kfree(w);
+		n++;
+	}
+	return n;
+}
+
+/**
  * ktest_inject() - a packet arrives from the wire
  * @kd: the device
  * @port: at this port
@@ -749,6 +861,7 @@ static inline struct ktest_dev *ktest_dev_alloc(struct kunit *test,
 	kd->ibdev.owner = THIS_MODULE;
 	spin_lock_init(&kd->lock);
 	INIT_LIST_HEAD(&kd->pending);
+	INIT_LIST_HEAD(&kd->ahs);
 	INIT_WORK(&kd->work, ktest_work);
 	kd->ibdev.node_type = IB_NODE_CA;
 	kd->ibdev.phys_port_cnt = KTEST_PORTS;

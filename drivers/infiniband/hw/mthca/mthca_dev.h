@@ -26,6 +26,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "mthca_cmd.h"
+#include "mthca_trap.h"
 
 #define DRV_NAME	"ib_mthca"
 
@@ -522,7 +523,6 @@ struct mthca_icm_layout {
 /* ------------------------------------------------------------------ */
 
 struct mthca_db_pages;
-struct mthca_sm_ah;	/* mthca_mad.c */
 
 /**
  * struct mthca_dev - one HCA
@@ -569,18 +569,8 @@ struct mthca_sm_ah;	/* mthca_mad.c */
  * @cap_mask_mutex: serialises read-modify-write of the port capability
  *	masks
  * @port_cap_mask: capability mask last given to SET_IB, per port
- * @sm_lock: spinlock, interrupts off; guards @sm_ah, @send_agent and
- *	@mad_closing.  Everything done under it never sleeps: AH creation,
- *	building and posting a trap (GFP_ATOMIC), dropping an SM AH
- *	reference.  Teardown sets @mad_closing under it before it
- *	unregisters the agents, so no trap_forward()/sm_ah_update() still
- *	uses them and none creates an AH afterwards
- * @sm_ah: SM address handle of each port (NULL until the SM set one), for
- *	forwarding traps; each forwarded trap holds a reference until its
- *	send completes, so a new SM LID can replace it meanwhile
- * @send_agent: MAD agents on QP0 ([p][0]) and QP1 ([p][1]) of each port,
- *	for forwarding traps
- * @mad_closing: the trap agents are being (or have been) unregistered
+ * @traps: forwarding the firmware's traps to the SM (mthca_trap.h: the
+ *	SM address handles, the agents and the lock that guards them)
  * @wq: ordered workqueue of the device (port events found in SMPs);
  *	drained at removal
  * @registered: ib_register_device() succeeded
@@ -634,10 +624,7 @@ struct mthca_dev {
 
 	struct mutex		cap_mask_mutex;	/* see the kernel-doc above */
 	u32			port_cap_mask[MTHCA_MAX_PORTS];
-	spinlock_t		sm_lock;	/* see the kernel-doc above */
-	struct mthca_sm_ah	*sm_ah[MTHCA_MAX_PORTS];
-	struct ib_mad_agent	*send_agent[MTHCA_MAX_PORTS][2];
-	bool			mad_closing;
+	struct mthca_trap_fwd	traps;
 	struct workqueue_struct	*wq;
 	bool			registered;
 };
@@ -750,8 +737,6 @@ void mthca_restart(struct pci_dev *pdev);
 int mthca_process_mad(struct ib_device *ibdev, int mad_flags, u8 port_num,
 		      struct ib_wc *in_wc, struct ib_grh *in_grh,
 		      struct ib_mad *in_mad, struct ib_mad *out_mad);
-int mthca_mad_agents_create(struct mthca_dev *dev);
-void mthca_mad_agents_destroy(struct mthca_dev *dev);
 
 /* mthca_provider.c */
 int mthca_register_device(struct mthca_dev *dev);

@@ -9,10 +9,9 @@
  *    reregister events (the firmware raises no event for these),
  *  - answers Get(NodeDescription) with the description the host set,
  *  - sends traps the firmware generated (they arrive with SLID 0) on to
- *    the SM, through MAD agents on QP0/QP1 of each port.
+ *    the SM, through MAD agents on QP0/QP1 of each port (mthca_trap.c).
  */
 
-#include <linux/kref.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_mad.h>
@@ -20,6 +19,9 @@
 
 #include "mthca_dev.h"
 #include "mthca_cmd.h"
+#include "mthca_trap.h"
+
+static_assert(MTHCA_MAX_PORTS <= MTHCA_TRAP_PORTS);
 
 /* Mellanox vendor classes the firmware answers. */
 #define MTHCA_VENDOR_CLASS1	0x09
@@ -71,86 +73,6 @@ static void port_work_run(struct work_struct *work)
 	kfree(pw);
 }
 
-/**
- * struct mthca_sm_ah - the address handle of a port's SM, shared
- * @ref: one for mthca_dev.sm_ah[], one per forwarded trap whose send has
- *	not completed yet
- * @ah: the address handle; destroyed with the last reference
- *
- * The MAD layer may post a trap later than ib_post_send_mad() (behind a
- * full send queue, or on a retry), and reads the AH then; so a trap keeps
- * the AH it was given until its send handler runs.
- */
-struct mthca_sm_ah {
-	struct kref	ref;
-	struct ib_ah	*ah;
-};
-
-/* Any context: destroying an AH never sleeps. */
-static void sm_ah_release(struct kref *ref)
-{
-	struct mthca_sm_ah *sa = container_of(ref, struct mthca_sm_ah, ref);
-
-	ib_destroy_ah(sa->ah);
-	kfree(sa);
-}
-
-static void sm_ah_put(struct mthca_sm_ah *sa)
-{
-	if (sa)
-		kref_put(&sa->ref, sm_ah_release);
-}
-
-/*
- * Replaces the SM address handle of a port after the SM told the port
- * where it is.  Traps still holding the old one keep it alive.
- */
-static void sm_ah_update(struct mthca_dev *dev, u8 port, u16 lid, u8 sl)
-{
-	struct ib_ah_attr attr = {
-		.dlid = lid,
-		.sl = sl,
-		.port_num = port,
-	};
-	struct mthca_sm_ah *sa, *old = NULL;
-	struct ib_mad_agent *agent;
-	unsigned long flags;
-
-	sa = kmalloc(sizeof(*sa), GFP_KERNEL);
-	if (!sa)
-		return;
-	kref_init(&sa->ref);
-
-	spin_lock_irqsave(&dev->sm_lock, flags);
-	agent = dev->send_agent[port - 1][0];
-	if (dev->mad_closing || !agent) {
-		spin_unlock_irqrestore(&dev->sm_lock, flags);
-		kfree(sa);
-		return;
-	}
-	sa->ah = ib_create_ah(agent->qp->pd, &attr);
-	if (IS_ERR(sa->ah)) {
-		spin_unlock_irqrestore(&dev->sm_lock, flags);
-		kfree(sa);
-		return;
-	}
-	old = dev->sm_ah[port - 1];
-	dev->sm_ah[port - 1] = sa;
-	spin_unlock_irqrestore(&dev->sm_lock, flags);
-	sm_ah_put(old);
-}
-
-/*
- * The same test as ib_mad's ib_mad_is_smp_class(), which is private to
- * ib_mad (mad_priv.h, not exported); this copy goes once the core offers
- * it in <rdma/ib_mad.h>.
- */
-static bool is_smp_class(u8 mgmt_class)
-{
-	return mgmt_class == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
-	       mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
-}
-
 /*
  * After a successful Set from the SM: what changed on @port.  @before
  * holds the port attributes from before the Set (valid if @have_before).
@@ -162,7 +84,7 @@ static void smp_watch(struct mthca_dev *dev, u8 port,
 	const u8 *pi = ((const struct ib_smp *)in)->data;
 	struct mthca_port_work *pw;
 
-	if (!is_smp_class(in->mad_hdr.mgmt_class) ||
+	if (!ib_mad_is_smp_class(in->mad_hdr.mgmt_class) ||
 	    in->mad_hdr.method != IB_MGMT_METHOD_SET)
 		return;
 	if (in->mad_hdr.attr_id != SMP_ATTR_PORT_INFO &&
@@ -183,7 +105,7 @@ static void smp_watch(struct mthca_dev *dev, u8 port,
 		u16 sm_lid = get_unaligned_be16(pi + PI_SM_LID);
 		u8 sm_sl = pi[PI_SM_SL] & 0xf;
 
-		sm_ah_update(dev, port, sm_lid, sm_sl);
+		mthca_trap_sm_update(&dev->traps, port, sm_lid, sm_sl);
 		if (pi[PI_CLIENT_REREG] & 0x80)
 			pw->events[pw->nevents++] = IB_EVENT_CLIENT_REREGISTER;
 		if (!have_before || before->lid != lid)
@@ -199,62 +121,12 @@ static void smp_watch(struct mthca_dev *dev, u8 port,
 		kfree(pw);
 }
 
-/* The MAD layer's send handler of the trap agents (process context). */
-static void trap_send_done(struct ib_mad_agent *agent,
-			   struct ib_mad_send_wc *wc)
-{
-	struct mthca_sm_ah *sa = wc->send_buf->context[0];
-
-	ib_free_send_mad(wc->send_buf);
-	sm_ah_put(sa);
-}
-
-/*
- * Sends a trap the firmware generated to the port's SM.  The send holds a
- * reference on the SM's AH (send_buf->context[0]) until trap_send_done().
- * All under sm_lock, so teardown never unregisters the agent under us.
- */
-static void trap_forward(struct mthca_dev *dev, u8 port,
-			 const struct ib_mad *mad)
-{
-	int qpn = mad->mad_hdr.mgmt_class != IB_MGMT_CLASS_SUBN_LID_ROUTED;
-	struct ib_mad_send_buf *sb = NULL;
-	struct ib_mad_agent *agent;
-	struct mthca_sm_ah *sa;
-	unsigned long flags;
-	int ret = -ENODEV;
-
-	spin_lock_irqsave(&dev->sm_lock, flags);
-	agent = dev->send_agent[port - 1][qpn];
-	sa = dev->sm_ah[port - 1];
-	if (dev->mad_closing || !agent || !sa)
-		goto out;
-	sb = ib_create_send_mad(agent, qpn, 0, 0, IB_MGMT_MAD_HDR,
-				IB_MGMT_MAD_DATA, GFP_ATOMIC);
-	if (IS_ERR(sb)) {
-		sb = NULL;
-		goto out;
-	}
-	memcpy(sb->mad, mad, sizeof(*mad));
-	kref_get(&sa->ref);
-	sb->ah = sa->ah;
-	sb->context[0] = sa;
-	ret = ib_post_send_mad(sb, NULL);
-	if (ret)
-		/* not the last reference: dev->sm_ah[] holds one */
-		kref_put(&sa->ref, sm_ah_release);
-out:
-	spin_unlock_irqrestore(&dev->sm_lock, flags);
-	if (ret && sb)
-		ib_free_send_mad(sb);
-}
-
 /* Which MADs the firmware's agents answer. */
 static bool mad_for_firmware(const struct ib_mad *in)
 {
 	u8 cls = in->mad_hdr.mgmt_class, method = in->mad_hdr.method;
 
-	if (is_smp_class(cls)) {
+	if (ib_mad_is_smp_class(cls)) {
 		if (method != IB_MGMT_METHOD_GET &&
 		    method != IB_MGMT_METHOD_SET &&
 		    method != IB_MGMT_METHOD_TRAP_REPRESS)
@@ -302,14 +174,14 @@ int mthca_process_mad(struct ib_device *ibdev, int mad_flags, u8 port_num,
 
 	/* A trap the firmware made: the SM must get it. */
 	if (in_mad->mad_hdr.method == IB_MGMT_METHOD_TRAP && !slid) {
-		trap_forward(dev, port_num, in_mad);
+		mthca_trap_forward(&dev->traps, port_num, in_mad);
 		return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_CONSUMED;
 	}
 
 	if (!mad_for_firmware(in_mad))
 		return IB_MAD_RESULT_SUCCESS;
 
-	if (is_smp_class(in_mad->mad_hdr.mgmt_class) &&
+	if (ib_mad_is_smp_class(in_mad->mad_hdr.mgmt_class) &&
 	    in_mad->mad_hdr.method == IB_MGMT_METHOD_SET &&
 	    in_mad->mad_hdr.attr_id == SMP_ATTR_PORT_INFO)
 		have_before = !ibdev->query_port(ibdev, port_num, &before);
@@ -326,7 +198,7 @@ int mthca_process_mad(struct ib_device *ibdev, int mad_flags, u8 port_num,
 
 	if (!out_mad->mad_hdr.status) {
 		smp_watch(dev, port_num, in_mad, have_before, &before);
-		if (is_smp_class(out_mad->mad_hdr.mgmt_class) &&
+		if (ib_mad_is_smp_class(out_mad->mad_hdr.mgmt_class) &&
 		    out_mad->mad_hdr.method == IB_MGMT_METHOD_GET_RESP &&
 		    out_mad->mad_hdr.attr_id == SMP_ATTR_NODE_DESC) {
 			mutex_lock(&dev->cap_mask_mutex);
@@ -345,71 +217,4 @@ int mthca_process_mad(struct ib_device *ibdev, int mad_flags, u8 port_num,
 		return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_CONSUMED;
 
 	return IB_MAD_RESULT_SUCCESS | IB_MAD_RESULT_REPLY;
-}
-
-/**
- * mthca_mad_agents_create() - agents to send forwarded traps with
- * @dev: the registered device
- *
- * Return: 0 or a negative errno.
- */
-int mthca_mad_agents_create(struct mthca_dev *dev)
-{
-	struct ib_mad_agent *agent;
-	unsigned long flags;
-	int p, q;
-
-	for (p = 0; p < dev->limits.num_ports; p++) {
-		for (q = 0; q < 2; q++) {
-			agent = ib_register_mad_agent(&dev->ib_dev, p + 1,
-						      q ? IB_QPT_GSI :
-						      IB_QPT_SMI,
-						      NULL, 0, trap_send_done,
-						      NULL, NULL);
-			if (IS_ERR(agent)) {
-				mthca_mad_agents_destroy(dev);
-				return PTR_ERR(agent);
-			}
-			/* process_mad may already run: publish under the lock */
-			spin_lock_irqsave(&dev->sm_lock, flags);
-			dev->send_agent[p][q] = agent;
-			spin_unlock_irqrestore(&dev->sm_lock, flags);
-		}
-	}
-	return 0;
-}
-
-/**
- * mthca_mad_agents_destroy() - undo mthca_mad_agents_create()
- * @dev: the device
- *
- * The MAD layer may still call process_mad (it stops only when the
- * device is unregistered, after this): from here on it neither forwards
- * traps nor makes SM address handles.  Unregistering an agent returns
- * once its traps' send handlers have run, so the last SM AH reference is
- * the device's own.
- */
-void mthca_mad_agents_destroy(struct mthca_dev *dev)
-{
-	struct ib_mad_agent *agents[MTHCA_MAX_PORTS][2];
-	unsigned long flags;
-	int p, q;
-
-	spin_lock_irqsave(&dev->sm_lock, flags);
-	dev->mad_closing = true;
-	memcpy(agents, dev->send_agent, sizeof(agents));
-	memset(dev->send_agent, 0, sizeof(dev->send_agent));
-	spin_unlock_irqrestore(&dev->sm_lock, flags);
-
-	for (p = 0; p < MTHCA_MAX_PORTS; p++)
-		for (q = 0; q < 2; q++)
-			if (agents[p][q])
-				ib_unregister_mad_agent(agents[p][q]);
-
-	spin_lock_irqsave(&dev->sm_lock, flags);
-	for (p = 0; p < MTHCA_MAX_PORTS; p++) {
-		sm_ah_put(dev->sm_ah[p]);
-		dev->sm_ah[p] = NULL;
-	}
-	spin_unlock_irqrestore(&dev->sm_lock, flags);
 }

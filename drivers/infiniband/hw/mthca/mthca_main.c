@@ -552,7 +552,7 @@ static int mthca_bring_up(struct pci_dev *pdev, bool try_msix)
 	dev = to_mdev(ibdev);
 	dev->pdev = pdev;
 	spin_lock_init(&dev->uar_lock);
-	spin_lock_init(&dev->sm_lock);
+	mthca_trap_fwd_init(&dev->traps, &dev->ib_dev);
 	mutex_init(&dev->cap_mask_mutex);
 	INIT_LIST_HEAD(&dev->catas_node);
 	if (!pci_resource_len(pdev, 4))

@@ -516,7 +516,7 @@ int mthca_register_device(struct mthca_dev *dev)
 		return ret;
 	dev->registered = true;
 
-	ret = mthca_mad_agents_create(dev);
+	ret = mthca_trap_agents_create(&dev->traps, dev->limits.num_ports);
 	if (ret) {
 		mthca_warn(dev, "no MAD agents for traps: %d\n", ret);
 		ret = 0;
@@ -532,7 +532,7 @@ void mthca_unregister_device(struct mthca_dev *dev)
 {
 	if (!dev->registered)
 		return;
-	mthca_mad_agents_destroy(dev);
+	mthca_trap_agents_destroy(&dev->traps);
 	ib_unregister_device(&dev->ib_dev);
 	dev->registered = false;
 }
