@@ -17,7 +17,10 @@ namespace {
 
 constexpr unsigned kMaxCqLog = kLogMaxCqSz;  // regs.h: what QUERY_DEV_LIM reports
 constexpr unsigned kMaxEqLog = kLogMaxEqSz;
-constexpr unsigned kMaxSrqLog = kLogMaxSrqSz;
+// The mem-free driver sizes an SRQ of max_wr entries at
+// roundup_pow_of_two(max_wr + 1) (mthca_srq.c: one spare entry), so an SRQ
+// at max_srq_wr = 2^kLogMaxSrqSz has a context of twice that.
+constexpr unsigned kMaxSrqLog = kLogMaxSrqSz + 1;
 constexpr size_t kMailboxSize = 4096;
 constexpr unsigned kMaxWriteMtt = kMailboxSize / 8 - 2;  // entries per WRITE_MTT
 

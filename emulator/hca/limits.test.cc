@@ -95,14 +95,16 @@ TEST_F(LimitsTest, QpAtTheLimitAndOnePast)
 
 TEST_F(LimitsTest, SrqAtTheLimitAndOnePast)
 {
+    // mthca_alloc_srq (mem-free) gives an SRQ of max_wr WRs
+    // roundup_pow_of_two(max_wr + 1) entries: 2^15 at max_srq_wr.
     uint64_t before = n.core().model_bytes();
-    TSrq s = n.make_srq(1u << kLogMaxSrqSz, 1);
+    TSrq s = n.make_srq(1u << (kLogMaxSrqSz + 1), 1);
     ASSERT_NE(n.core().find_srq(s.srqn), nullptr);
     EXPECT_LT(n.core().model_bytes() - before, 1024u);
-    // The mailbox of that SW2HW_SRQ, with log size 15 and the next SRQN.
+    // The mailbox of that SW2HW_SRQ, one size step more and the next SRQN.
     uint32_t srqn = s.srqn + 1;
     ASSERT_EQ(n.d.table_get(n.d.lay.srqc_base, srqn, n.d.lim.srq_sz), Status::Ok);
-    put32(n.d.in(), 0x00, (kLogMaxSrqSz + 1) << 24 | srqn);
+    put32(n.d.in(), 0x00, (kLogMaxSrqSz + 2) << 24 | srqn);
     EXPECT_EQ(n.d.cmd(op::kSw2HwSrq, n.d.in_box(), 0, srqn), Status::BadParam);
     EXPECT_EQ(n.core().find_srq(srqn), nullptr);
 }
