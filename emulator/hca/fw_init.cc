@@ -63,7 +63,7 @@ static_assert((kFlagMw | kFlagAutoPathMig) == 0x30000);
 // Device limits we advertise (roughly those of a real MT25208 with
 // 5.x firmware). Log values unless noted.
 // Queue sizes, S/G and descriptor limits: regs.h.
-constexpr unsigned kLogRsvdQps = 10, kLogMaxQps = 24, kLogRsvdSrqs = 6, kLogMaxSrqs = 16, kLogRsvdCqs = 7,
+constexpr unsigned kLogRsvdQps = 10, kLogMaxQps = 24, kLogRsvdSrqs = 6, kLogMaxSrqs = 10, kLogRsvdCqs = 7,
                    kLogMaxCqs = 24, kLogMaxMpts = 24, kLogRsvdEqs = 0, kLogMaxEqs = 6, kLogRsvdMtts = 4,
                    kLogRsvdMrws = 4, kLogMaxMttSeg = 24, kLogMaxMcgs = 13, kLogMaxPds = 24;
 constexpr unsigned kLogUarSize = 3;  // 8 MiB = BAR2 (the driver checks it fits)

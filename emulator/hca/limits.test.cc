@@ -34,6 +34,7 @@ TEST_F(LimitsTest, QueryDevLimReportsTheMt25208Figures)
     EXPECT_EQ(max_srq_sz, 16384u);           // max_srq_wr
     EXPECT_EQ(max_cq_sz - 1, 131071u);       // max_cqe (one kept spare)
     EXPECT_EQ(1u << (o[0x14] >> 4), 64u);    // reserved SRQs: max_srq 960 of 1024
+    EXPECT_EQ(1u << (o[0x15] & 0x1f), 1024u);  // SRQs (the driver's profile takes them all)
     EXPECT_EQ(1u << (o[0x12] & 0xf), 1024u); // reserved QPs: max_qp 64512
     EXPECT_EQ(1u << (o[0x1a] & 0xf), 128u);  // reserved CQs: max_cq 65408
     EXPECT_EQ(1u << (o[0x22] & 0xf), 16u);   // reserved MPTs: max_mr 131056
