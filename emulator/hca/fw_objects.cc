@@ -461,7 +461,10 @@ bool Core::tpt_access(uint32_t lkey, uint32_t pd, uint64_t va, void* buf, size_t
         return false;
     uint32_t hw = key_to_index(lkey);
     auto it = mpts_.find(hw & ((1u << layout_.log_mpts) - 1));
-    if (it == mpts_.end() || !mpt_current(it->second) || it->second.key != hw || it->second.pd != pd)
+    // The driver's own queue buffers (WQEs, CQEs, EQEs): regions that only
+    // commands change, so the entry as last read stands (no per-access
+    // re-read; the data path's keys go through mr_check and mpt_current).
+    if (it == mpts_.end() || it->second.unusable || it->second.key != hw || it->second.pd != pd)
         return false;
     const Mpt& m = it->second;
     if (va < m.start || len > m.length || va - m.start > m.length - len)
