@@ -148,6 +148,13 @@ struct Mpt {
     // Translation cache: one physically contiguous run [tc_va, tc_va+tc_len)
     // at tc_phys, valid while tc_gen equals the Core's TPT generation.
     mutable uint64_t tc_va = 0, tc_len = 0, tc_phys = 0, tc_gen = 0;
+    // Where the entry lives in guest RAM (its ICM slot), valid while
+    // icm_gen equals the Core's TPT generation; the firmware re-reads the
+    // entry there at each use of the key (Core::mpt_current).
+    uint64_t icm_phys = 0, icm_gen = 0;
+    // The entry as last read is unusable: software owned (status 0xf, as
+    // a mem-free FMR unmap leaves it) or inconsistent.
+    bool unusable = false;
 };
 
 // Memory keys of a mem-free HCA are the MPT index rotated by 8 bits

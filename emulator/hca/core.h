@@ -273,6 +273,13 @@ private:
     template <class F>
     bool mr_walk(const Mpt& m, uint64_t va, uint64_t len, F&& fn);
     bool mr_fill_cache(const Mpt& m, uint64_t va);
+    // Re-read MPT `m` from its ICM slot, as the firmware does when it uses
+    // a key: a driver that rewrote the entry in place (a mem-free FMR map
+    // or unmap) is seen at once, and a changed entry drops the cached
+    // translation. False if the entry is now unusable (fw_objects.cc).
+    bool mpt_current(const Mpt& m);
+    // Decode and check m.raw into m's fields; nullptr, or why it is bad.
+    const char* mpt_decode(Mpt& m) const;
     bool place(const Mpt& m, uint64_t va, const Packet& p, uint32_t poff, uint32_t len);
     bool mr_write(const Mpt& m, uint64_t va, const uint8_t* src, uint32_t len);
     bool mr_read(const Mpt& m, uint64_t va, uint8_t* dst, uint32_t len);

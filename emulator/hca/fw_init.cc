@@ -56,14 +56,16 @@ constexpr uint32_t kFlagRc = 1u << 0, kFlagUc = 1u << 1, kFlagUd = 1u << 2, kFla
                    kFlagBadPkeyCntr = 1u << 8, kFlagBadQkeyCntr = 1u << 9, kFlagMw = 1u << 16,
                    kFlagAutoPathMig = 1u << 17, kFlagAtomic = 1u << 18, kFlagRawMulti = 1u << 19,
                    kFlagUdAvPortEnforce = 1u << 20, kFlagUdMulti = 1u << 21;
+// Not advertised (see cmd_query_dev_lim), named for the record.
+static_assert((kFlagMw | kFlagAutoPathMig) == 0x30000);
 }  // namespace devlim
 
 // Device limits we advertise (roughly those of a real MT25208 with
 // 5.x firmware). Log values unless noted.
-constexpr unsigned kLogMaxQpSz = 16, kLogRsvdQps = 10, kLogMaxQps = 24, kLogMaxSrqSz = 16, kLogRsvdSrqs = 4,
-                   kLogMaxSrqs = 16, kLogMaxCqSz = 17, kLogRsvdCqs = 7, kLogMaxCqs = 24, kLogMaxMpts = 24,
-                   kLogRsvdEqs = 0, kLogMaxEqs = 6, kLogRsvdMtts = 4, kLogRsvdMrws = 4, kLogMaxMttSeg = 24,
-                   kLogMaxMcgs = 13, kLogMaxPds = 24, kMaxSg = 30, kMaxDescSz = 1008;
+// Queue sizes, S/G and descriptor limits: regs.h.
+constexpr unsigned kLogRsvdQps = 10, kLogMaxQps = 24, kLogRsvdSrqs = 6, kLogMaxSrqs = 10, kLogRsvdCqs = 7,
+                   kLogMaxCqs = 24, kLogMaxMpts = 24, kLogRsvdEqs = 0, kLogMaxEqs = 6, kLogRsvdMtts = 4,
+                   kLogRsvdMrws = 4, kLogMaxMttSeg = 24, kLogMaxMcgs = 13, kLogMaxPds = 24;
 constexpr unsigned kLogUarSize = 3;  // 8 MiB = BAR2 (the driver checks it fits)
 
 // QUERY_ADAPTER outbox.
@@ -239,7 +241,7 @@ Status Core::cmd_query_dev_lim(Cmd& c)
         {devlim::kLogRsvdEqs, kLogRsvdEqs},
         {devlim::kLogMaxEqs, kLogMaxEqs},
         {devlim::kLogRsvdMtts, kLogRsvdMtts},
-        {devlim::kLogMaxMrwSz, 30},
+        {devlim::kLogMaxMrwSz, kLogMaxMrwSz},
         {devlim::kLogRsvdMrws, kLogRsvdMrws},
         {devlim::kLogMaxMttSeg, kLogMaxMttSeg},
         {devlim::kLogMaxReqQp, 7},
@@ -254,8 +256,11 @@ Status Core::cmd_query_dev_lim(Cmd& c)
         {devlim::kLogMaxGids, 5},   // 32
         {devlim::kRateSupport, 0xf},
         {devlim::kLogMaxPkeys, 6},  // 64
-        {devlim::kFlags, devlim::kFlagRc | devlim::kFlagUc | devlim::kFlagUd | devlim::kFlagSrq | devlim::kFlagBadPkeyCntr |
-                             devlim::kFlagBadQkeyCntr | devlim::kFlagMw | devlim::kFlagAutoPathMig | devlim::kFlagAtomic |
+        // Not kFlagMw (BIND_MW is not implemented; ib_mthca offers no
+        // windows anyway) nor kFlagAutoPathMig (no path migration): the
+        // model does not claim what it cannot do.
+        {devlim::kFlags, devlim::kFlagRc | devlim::kFlagUc | devlim::kFlagUd | devlim::kFlagSrq |
+                             devlim::kFlagBadPkeyCntr | devlim::kFlagBadQkeyCntr | devlim::kFlagAtomic |
                              devlim::kFlagRawMulti | devlim::kFlagUdAvPortEnforce | devlim::kFlagUdMulti},
         {devlim::kRsvdUars, 1},
         {devlim::kLogUarSz, kLogUarSize},

@@ -15,9 +15,12 @@
 namespace ibemu::mthca {
 namespace {
 
-constexpr unsigned kMaxCqLog = 17;   // QUERY_DEV_LIM log max CQ size
-constexpr unsigned kMaxEqLog = 17;
-constexpr unsigned kMaxSrqLog = 16;
+constexpr unsigned kMaxCqLog = kLogMaxCqSz;  // regs.h: what QUERY_DEV_LIM reports
+constexpr unsigned kMaxEqLog = kLogMaxEqSz;
+// The mem-free driver sizes an SRQ of max_wr entries at
+// roundup_pow_of_two(max_wr + 1) (mthca_srq.c: one spare entry), so an SRQ
+// at max_srq_wr = 2^kLogMaxSrqSz has a context of twice that.
+constexpr unsigned kMaxSrqLog = kLogMaxSrqSz + 1;
 constexpr size_t kMailboxSize = 4096;
 constexpr unsigned kMaxWriteMtt = kMailboxSize / 8 - 2;  // entries per WRITE_MTT
 
@@ -331,22 +334,10 @@ Status Core::cmd_sw2hw_mpt(Cmd& c)
     if (!read_box(c, c.in_param, m.raw))
         return Status::InternalErr;
     m.index = idx;
-    m.key = uint32_t(mpt::kKey.get(m.raw));
-    m.flags = uint32_t(mpt::kFlags.get(m.raw));
-    m.pd = uint32_t(mpt::kPd.get(m.raw));
-    m.page_shift = unsigned(mpt::kPageSize.get(m.raw)) + 12;
-    m.start = mpt::kStart.get(m.raw);
-    m.length = mpt::kLength.get(m.raw);
-    m.mtt_addr = mpt::kMttSeg.get(m.raw);
-    if ((m.key & ((1u << layout_.log_mpts) - 1)) != idx)
-        return fail(c, Status::BadParam, "MPT key 0x%08x does not index entry %u", m.key, idx);
-    if (m.page_shift > 31)
-        return fail(c, Status::BadParam, "page size code %u", m.page_shift - 12);
-    if (!(m.flags & mpt::kFlagPhysical) && (m.mtt_addr < layout_.mtt_base || m.mtt_addr >= icm_.size() ||
-                                            (m.mtt_addr & 7)))
-        return fail(c, Status::BadParam, "MTT address 0x%llx outside the MTT table",
-                    (unsigned long long)m.mtt_addr);
-    mpt::kStatus.set(m.raw, 0);  // now owned by hardware
+    mpt::kStatus.set(m.raw, 0);  // the status the driver gives is SW-owned
+    if (const char* why = mpt_decode(m))
+        return fail(c, Status::BadParam, "MPT %u: %s", idx, why);
+    // Now owned by hardware: the entry lives in its ICM slot from here on.
     icm_.write(layout_.mpt_base + uint64_t(idx) * kMptEntrySize, m.raw.data(), m.raw.size());
     mpts_[idx] = m;
     ++obj_gen_;
@@ -355,6 +346,69 @@ Status Core::cmd_sw2hw_mpt(Cmd& c)
              (m.flags & mpt::kFlagPhysical) ? "physical" : "translated");
     c.note = buf;
     return Status::Ok;
+}
+
+const char* Core::mpt_decode(Mpt& m) const
+{
+    m.key = uint32_t(mpt::kKey.get(m.raw));
+    m.flags = uint32_t(mpt::kFlags.get(m.raw));
+    m.pd = uint32_t(mpt::kPd.get(m.raw));
+    m.page_shift = unsigned(mpt::kPageSize.get(m.raw)) + 12;
+    m.start = mpt::kStart.get(m.raw);
+    m.length = mpt::kLength.get(m.raw);
+    m.mtt_addr = mpt::kMttSeg.get(m.raw);
+    m.tc_gen = 0;  // whatever was cached came from the old entry
+    m.unusable = true;
+    if (mpt::kStatus.get(m.raw) != 0)
+        return "software owned";
+    if ((m.key & ((1u << layout_.log_mpts) - 1)) != m.index)
+        return "key does not index the entry";
+    if (m.page_shift > 31)
+        return "page size code beyond 2 GiB";
+    if (!(m.flags & mpt::kFlagPhysical)) {
+        if (m.mtt_addr < layout_.mtt_base || m.mtt_addr >= icm_.size() || (m.mtt_addr & 7))
+            return "MTT address outside the MTT table";
+        // A translated region (or window) is at most 2^kLogMaxMrwSz
+        // bytes; the physical one the driver uses for its DMA MR spans
+        // everything.
+        if (m.length > (uint64_t(1) << kLogMaxMrwSz))
+            return "length beyond the largest region (QUERY_DEV_LIM log_max_mrw_sz)";
+    }
+    m.unusable = false;
+    return nullptr;
+}
+
+bool Core::mpt_current(const Mpt& cm)
+{
+    // The entry is one of mpts_ (non-const); callers hold it as const.
+    Mpt& m = const_cast<Mpt&>(cm);
+    uint64_t slot = layout_.mpt_base + uint64_t(m.index) * kMptEntrySize;
+    if (m.icm_gen != tpt_gen_) {
+        uint64_t contig = 0;
+        if (!icm_.translate(slot, &m.icm_phys, &contig) || contig < mpt::kSize)
+            m.icm_phys = 0;
+        m.icm_gen = tpt_gen_;
+    }
+    std::array<uint8_t, mpt::kSize> now;
+    bool ok = m.icm_phys ? mem_.read(m.icm_phys, now.data(), now.size())
+                         : icm_.read(slot, now.data(), now.size());
+    // ICM unreachable (no bus mastering, or unmapped under a live MPT):
+    // go on with the entry as last read, as the firmware's MPT cache
+    // would; the data access itself then fails the same way.
+    if (!ok)
+        return !m.unusable;
+    if (now == m.raw)
+        return !m.unusable;
+    m.raw = now;
+    if (const char* why = mpt_decode(m)) {
+        // A mem-free FMR unmap leaves its entry software owned on purpose.
+        if (mpt::kStatus.get(m.raw) == 0)
+            IBEMU_GUEST_ERROR(cfg_.name, "MPT %u rewritten in ICM: %s; its key is refused", m.index, why);
+        return false;
+    }
+    IBEMU_DEBUG(cfg_.name, "MPT %u re-read from ICM: key 0x%08x va 0x%llx len 0x%llx", m.index,
+                index_to_key(m.key), (unsigned long long)m.start, (unsigned long long)m.length);
+    return true;
 }
 
 Status Core::cmd_hw2sw_mpt(Cmd& c)
@@ -407,7 +461,10 @@ bool Core::tpt_access(uint32_t lkey, uint32_t pd, uint64_t va, void* buf, size_t
         return false;
     uint32_t hw = key_to_index(lkey);
     auto it = mpts_.find(hw & ((1u << layout_.log_mpts) - 1));
-    if (it == mpts_.end() || it->second.key != hw || it->second.pd != pd)
+    // The driver's own queue buffers (WQEs, CQEs, EQEs): regions that only
+    // commands change, so the entry as last read stands (no per-access
+    // re-read; the data path's keys go through mr_check and mpt_current).
+    if (it == mpts_.end() || it->second.unusable || it->second.key != hw || it->second.pd != pd)
         return false;
     const Mpt& m = it->second;
     if (va < m.start || len > m.length || va - m.start > m.length - len)

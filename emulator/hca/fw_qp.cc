@@ -214,6 +214,15 @@ Status Core::cmd_modify_qp(Cmd& c)
     if (t->has_context && !read_box(c, c.in_param, in))
         return Status::InternalErr;
     std::span<const uint8_t> ctx(in.data() + qpc::kCtxOffset, qpc::kSize);
+    if (t->has_context) {
+        // Work queues up to the QUERY_DEV_LIM size, none larger (checked
+        // before a QP in RESET takes its slot): the driver's EINVAL for
+        // one WR past max_qp_wr has this behind it.
+        unsigned sq_log = unsigned(qpc::kSqSize.get(ctx)), rq_log = unsigned(qpc::kRqSize.get(ctx));
+        if (sq_log > kLogMaxQpSz || rq_log > kLogMaxQpSz)
+            return fail(c, Status::BadParam, "QP 0x%x queue sizes 2^%u/2^%u beyond 2^%u", qpn, sq_log, rq_log,
+                        kLogMaxQpSz);
+    }
 
     if (cur == QpState::Rst) {
         // First transition: the QP gets its slot and context.

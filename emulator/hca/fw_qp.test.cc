@@ -284,6 +284,8 @@ TEST_F(QueryQp, HostileQueriesGetAFirmwareStatus)
     std::memset(a.d.in().data(), 0xff, 0x200);
     put32(a.d.in(), 8 + 0x20, 1u << 24);  // a valid port
     put32(a.d.in(), 8 + 0x0c, 0);         // and UAR
+    put8(a.d.in(), 8 + 0x09, 0x07);       // and queue sizes within QUERY_DEV_LIM
+    put8(a.d.in(), 8 + 0x0a, 0x07);
     EXPECT_EQ(a.d.cmd(op::kRts2Rts, a.d.in_box(), 0, qa.qpn), Status::Ok);
     Ctx c = query(a, qa);
     EXPECT_EQ(qpc::kState.get(c), unsigned(QpState::Rts));

@@ -23,11 +23,28 @@ inline constexpr unsigned kPkeyTableLen = 64;  // QUERY_DEV_LIM max_pkeys
 inline constexpr unsigned kGidTableLen = 32;   // QUERY_DEV_LIM max_gids
 
 // PortInfo CapabilityMask the firmware starts with (IBA 14.2.5.6 bits):
-// IsTrapSupported(3), IsAutomaticMigrationSupported(5), IsSLMappingSupported(6),
-// IsLEDInfoSupported(9), IsSystemImageGUIDSupported(11),
-// IsVendorClassSupported(20), IsCapabilityMaskNoticeSupported(22),
-// IsClientReregistrationSupported(25).
-inline constexpr uint32_t kDefaultPortCapMask = 0x02500a68;
+// IsTrapSupported(3), IsSLMappingSupported(6), IsLEDInfoSupported(9),
+// IsSystemImageGUIDSupported(11), IsVendorClassSupported(20),
+// IsCapabilityMaskNoticeSupported(22), IsClientReregistrationSupported(25).
+// Not IsAutomaticMigrationSupported(5): the model has no path migration,
+// so neither the port nor QUERY_DEV_LIM offers it.
+inline constexpr uint32_t kDefaultPortCapMask = 0x02500a48;
+
+// What the MT25208's PHY can do (PortInfo LinkSpeed/LinkWidth encodings):
+// 2.5 Gb/s (SDR) only, 1x or 4x.
+inline constexpr uint8_t kHcaSpeeds = 1;
+inline constexpr uint8_t kHcaWidths = 0x3;  // 1x | 4x
+
+// The width a link trains to (LinkWidthActive, 1 = 1x, 2 = 4x, 4 = 8x,
+// 8 = 12x): the widest one this port has enabled that the link offers.
+// A 12x or 8x cable trains at 4x here; with nothing in common, 1x.
+inline uint8_t trained_width(uint8_t offered, uint8_t enabled)
+{
+    for (uint8_t w : {8, 4, 2, 1})
+        if ((enabled & kHcaWidths & w) && w <= offered)
+            return w;
+    return 1;
+}
 
 // PortInfo CapabilityMask bits the firmware itself acts on.
 inline constexpr uint32_t kCapIsTrapSupported = 1u << 3;

@@ -136,7 +136,7 @@ Core::Tpt Core::mr_check(uint32_t key, uint32_t pd, uint64_t va, uint64_t len, u
     } else {
         uint32_t hw = key_to_index(key);
         auto it = mpts_.find(hw & ((1u << layout_.log_mpts) - 1));
-        if (it == mpts_.end() || it->second.key != hw)
+        if (it == mpts_.end())
             return Tpt::BadKey;
         mp = &it->second;
         last_key_ = key;
@@ -144,7 +144,9 @@ Core::Tpt Core::mr_check(uint32_t key, uint32_t pd, uint64_t va, uint64_t len, u
         last_mpt_gen_ = obj_gen_;
     }
     const Mpt& m = *mp;
-    if (m.pd != pd)
+    // The firmware reads the entry at each use: a key the driver changed
+    // in ICM (mem-free FMR remap) is no longer this one.
+    if (!mpt_current(m) || m.key != key_to_index(key) || m.pd != pd)
         return Tpt::BadKey;
     if (va < m.start || len > m.length || va - m.start > m.length - len)
         return Tpt::Bounds;

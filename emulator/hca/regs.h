@@ -61,4 +61,18 @@ inline constexpr unsigned kIcmPageShift = 12;
 inline constexpr uint64_t kIcmPageSize = 1ull << kIcmPageShift;
 inline constexpr uint64_t kMaxIcmSize = 1ull << 36;  // reported in QUERY_DEV_LIM
 
+// --- Device limits (QUERY_DEV_LIM), honoured by the object commands -------
+// Those of an MT25208 in mem-free mode as ib_mthca turns them into
+// ibv_devinfo's figures: max_qp_wr = max_srq_wr = 2^14 (the mem-free
+// driver takes 1 << field, no "- 1"), max_cqe = 2^17 - 1 (one CQE kept
+// spare), max_sge = 27 (the driver's UD bound (496 - 16 - 48) / 16 under
+// the firmware's 30), max_srq = 2^10 - 64 with the default profile.
+// Every queue can be created at its limit (an SRQ with the driver's
+// spare entry: 2^15 at max_srq_wr) and the firmware refuses one size
+// step more with BAD_PARAM (EINVAL in the driver), as it does a
+// region longer than 2^kLogMaxMrwSz.
+inline constexpr unsigned kLogMaxQpSz = 14, kLogMaxSrqSz = 14, kLogMaxCqSz = 17, kLogMaxEqSz = 17;
+inline constexpr unsigned kLogMaxMrwSz = 30;  // largest MR/MW: 1 GiB
+inline constexpr unsigned kMaxSg = 30, kMaxDescSz = 496;
+
 }  // namespace ibemu::mthca

@@ -32,17 +32,20 @@ void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t>
         {kDiagCode, 0},
         {kMkeyLease, p.mkey.lease_period()},
         {kLocalPortNum, p.num},
-        {kWidthEnabled, p.width_cap},
-        {kWidthSupported, p.width_cap},
-        {kWidthActive, p.width_active},
-        {kSpeedSupported, 1},  // 2.5 Gb/s (SDR)
+        // Active within enabled within supported, whatever the fabric's
+        // link description offers (an SDR-only 4x port on a DDR or 12x
+        // link trains at SDR, 4x).
+        {kWidthEnabled, uint64_t(p.width_cap & kHcaWidths)},
+        {kWidthSupported, kHcaWidths},
+        {kWidthActive, trained_width(p.width_active, p.width_cap)},
+        {kSpeedSupported, kHcaSpeeds},
         {kPortState, uint64_t(p.state)},
         {kPhysState, uint64_t(p.phys)},
         {kDownDefault, uint64_t(PhysState::Polling)},
         {kMkeyProtect, p.mkey.protect()},
         {kLmc, p.lmc},
-        {kSpeedActive, p.speed_active},
-        {kSpeedEnabled, 1},
+        {kSpeedActive, kHcaSpeeds},  // SDR: the only speed there is
+        {kSpeedEnabled, kHcaSpeeds},
         {kNeighborMtu, p.neighbor_mtu},
         {kMasterSmSl, p.sm_sl},
         {kVlCap, p.vl_cap},

@@ -62,6 +62,31 @@ TEST_F(MadIfc, NodeInfo)
     EXPECT_EQ(get32(n, 36) & 0xffffff, 0x0002c9u);   // vendor id
 }
 
+// Review 3.2: SpeedActive/WidthActive came from the fabric's link
+// description even where the MT25208 cannot run them (DDR, 12x). A port
+// reports active within enabled within supported: SDR only, 1x|4x.
+TEST_F(MadIfc, PortInfoSpeedAndWidthStayWithinWhatThePortSupports)
+{
+    struct Case {
+        uint8_t width, speed, want_width;
+    };
+    for (Case k : {Case{8, 2, 2}, Case{4, 4, 2}, Case{2, 1, 2}, Case{1, 2, 1}}) {
+        d.core().port_link_changed(1, true, LinkParams{k.width, k.speed, 2048});
+        ASSERT_EQ(query(mad::kAttrPortInfo, 1), Status::Ok);
+        auto p = data();
+        unsigned w_en = p[29], w_sup = p[30], w_act = p[31];
+        unsigned s_sup = p[32] >> 4, s_act = p[35] >> 4, s_en = p[35] & 0xf;
+        EXPECT_EQ(w_sup, 3u);  // 1x | 4x
+        EXPECT_EQ(w_en & ~w_sup, 0u);
+        EXPECT_EQ(w_act, k.want_width) << "link width " << unsigned(k.width);
+        EXPECT_TRUE(w_act & w_en) << "active width " << w_act << " not enabled (" << w_en << ")";
+        EXPECT_EQ(s_sup, 1u);  // 2.5 Gb/s only
+        EXPECT_EQ(s_act, 1u) << "link speed " << unsigned(k.speed);
+        EXPECT_TRUE(s_act & s_en);
+        EXPECT_FALSE(get32(p, 20) & (1u << 5)) << "IsAutomaticMigrationSupported without APM";
+    }
+}
+
 TEST_F(MadIfc, NodeDescription)
 {
     ASSERT_EQ(query(mad::kAttrNodeDesc, 0), Status::Ok);

@@ -23,7 +23,12 @@ Status DriverSim::table_get(uint64_t base, uint64_t obj, unsigned obj_size)
     uint64_t virt = base + (obj * obj_size / kChunk) * kChunk;
     if (chunks_.count(virt))
         return Status::Ok;
-    Status s = map_icm(virt, kChunk);
+    // A table smaller than a chunk (the 1024 SRQ contexts) gets a chunk of
+    // its own size, as mthca_alloc_icm_table clips the last chunk.
+    uint64_t len = kChunk;
+    if (base == lay.srqc_base && lay.log_srqs && (uint64_t(lim.srq_sz) << lay.log_srqs) < kChunk)
+        len = uint64_t(lim.srq_sz) << lay.log_srqs;
+    Status s = map_icm(virt, len);
     if (s == Status::Ok)
         chunks_[virt] = true;
     return s;

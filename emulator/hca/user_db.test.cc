@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Arbel user doorbell records (issue 9 §3): a user context owns one UAR
+// page and that UAR's context area in ICM (uarc_base + uar * uarc_size),
+// into which the driver maps the process's own doorbell-record pages one
+// by one as libmthca allocates them (mthca_map_user_db: MAP_ICM of one
+// 4 KiB page; group 0 records fill from page 0 up, group 1 from the last
+// page down). The HCA reads the receive, SRQ and CQ consumer-index
+// records of the context's queues there, and takes their MMIO doorbells
+// only through the context's UAR page.
+#include <gtest/gtest.h>
+
+#include "hca/qp_test_support.h"
+
+namespace ibemu::mthca::test {
+namespace {
+
+class UserDoorbells : public TwoNodes {
+protected:
+    static constexpr uint32_t kUar = 7;  // the user context's UAR
+
+    // B's objects from here on belong to the user context on kUar, with
+    // their records on the context's first and last record pages.
+    void become_user_context()
+    {
+        uint64_t per_uar = uint64_t(4096) << b.d.lay.log_uarc_pages;
+        last_page = (1u << b.d.lay.log_uarc_pages) - 1;
+        b.uar = kUar;
+        b.uarc_virt = b.d.lay.uarc_base + kUar * per_uar;
+        ASSERT_EQ(b.d.map_icm(b.uarc_virt, 4096), Status::Ok);
+        ASSERT_EQ(b.d.map_icm(b.uarc_virt + uint64_t(last_page) * 4096, 4096), Status::Ok);
+    }
+
+    unsigned last_page = 0;
+};
+
+TEST_F(UserDoorbells, QueuesOfAUserContextUseItsRecordPagesAndItsUar)
+{
+    become_user_context();
+    // Group 1 (CQ set_ci, RQ) on the last page, as libmthca places them.
+    b.next_db = last_page * 512 + 500;
+    TCq ucq = b.make_cq(64);
+    qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
+    qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    QpParams pa, pb;
+    pa.dlid = 2, pa.remote_qpn = qb.qpn;
+    pb.dlid = 1, pb.remote_qpn = qa.qpn;
+    a.to_rts(qa, pa);
+    b.to_rts(qb, pb);
+    ASSERT_EQ(b.core().find_qp(qb.qpn)->a.usr_page, kUar);
+    ASSERT_EQ(b.core().find_cq(ucq.cqn)->uar, kUar);
+
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    for (unsigned i = 0; i < 256; ++i)
+        a.mem().at(sbuf)[i] = uint8_t(i ^ 0x3c);
+
+    // A receive posted by the record alone (no MMIO in mem-free mode),
+    // consumed by A's SEND, completed on the user CQ.
+    b.post_recv(qb, {{rbuf, 4096, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 256, sk}};
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(b.poll(ucq, &c));
+    EXPECT_FALSE(c.error) << unsigned(c.syndrome);
+    EXPECT_EQ(c.byte_cnt, 256u);
+    EXPECT_EQ(std::memcmp(b.mem().at(rbuf), a.mem().at(sbuf), 256), 0);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+
+    // B's send doorbell through its own UAR page works...
+    uint64_t abuf = a.alloc(4096);
+    uint32_t ak = a.reg(abuf, 4096);
+    a.post_recv(qa, {{abuf, 4096, ak}});
+    wr.sges = {{rbuf, 128, rk}};
+    b.post_send(qb, wr);
+    link.pump();
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+    EXPECT_EQ(std::memcmp(a.mem().at(abuf), a.mem().at(sbuf), 128), 0);
+    ASSERT_TRUE(b.poll(ucq, &c));
+
+    // ...and through the driver's page (another context's) it is ignored.
+    uint64_t wrong = b.core().doorbells().wrong_uar;
+    b.uar = 1;
+    a.post_recv(qa, {{abuf, 4096, ak}});
+    b.post_send(qb, wr);
+    link.pump();
+    EXPECT_FALSE(a.poll(acq, &c));
+    EXPECT_EQ(b.core().doorbells().wrong_uar, wrong + 1);
+    b.uar = kUar;
+}
+
+// The consumer index the HCA honours is the one in the user context's
+// set_ci record: a CQ whose record never moves overruns at its size, one
+// whose record follows the polls does not.
+TEST_F(UserDoorbells, CqConsumerIndexComesFromTheContextRecord)
+{
+    become_user_context();
+    b.next_db = last_page * 512 + 300;
+    TCq ucq = b.make_cq(4);
+    qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
+    qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    QpParams pa, pb;
+    pa.dlid = 2, pa.remote_qpn = qb.qpn;
+    pb.dlid = 1, pb.remote_qpn = qa.qpn;
+    a.to_rts(qa, pa);
+    b.to_rts(qb, pb);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 8, sk}};
+    // Eight sends, each polled: the record advances, nothing overruns.
+    for (unsigned i = 0; i < 8; ++i) {
+        b.post_recv(qb, {{rbuf, 64, rk}});
+        a.post_send(qa, wr);
+        link.pump();
+        TCqe c;
+        ASSERT_TRUE(b.poll(ucq, &c)) << i;
+        EXPECT_FALSE(c.error);
+        ASSERT_TRUE(a.poll(acq, &c));
+    }
+    EXPECT_FALSE(b.core().find_cq(ucq.cqn)->overflow);
+    // The record is the user's page: the HCA read it there, not a copy.
+    uint8_t* rec = b.db_rec(ucq.ci_db);
+    ASSERT_NE(rec, nullptr);
+    EXPECT_EQ(get32(std::span<const uint8_t>(rec, 4), 0), ucq.cons);
+    // Five more without polling: the fifth finds the 4-entry CQ full.
+    for (unsigned i = 0; i < 5; ++i) {
+        b.post_recv(qb, {{rbuf, 64, rk}});
+        a.post_send(qa, wr);
+        link.pump();
+    }
+    EXPECT_TRUE(b.core().find_cq(ucq.cqn)->overflow);
+}
+
+}  // namespace
+}  // namespace ibemu::mthca::test
