@@ -113,6 +113,8 @@ struct DoorbellStats {
     // Send doorbells and CQ arms rung through a UAR page other than the
     // QP's usr_page / the CQ's UAR: ignored.
     uint64_t wrong_uar = 0;
+    // RC go-back-N restarts (NAK, ACK timeout, RNR wait ended).
+    uint64_t retransmits = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -191,6 +193,9 @@ public:
     void attach_port(unsigned port, Wire* wire);
     void port_receive(unsigned port, const Packet& p);
     void port_link_changed(unsigned port, bool up, const LinkParams& lp);
+    // The port's wire has link credits again (PortEndpoint::tx_ready): the
+    // QPs it held back resume from the next poll().
+    void port_tx_ready(unsigned port);
     // Timers (RC ACK timeout, RNR wait) and deferred flushes; returns the
     // next time it wants to run (UINT64_MAX: none).
     uint64_t poll(uint64_t now_ns);
@@ -308,6 +313,10 @@ private:
                          bool ackreq, uint32_t psn);
     void finish_packet(Packet& p, size_t hdr_len);
     void transmit(unsigned port, Packet& p);
+    // Link-level flow control: the port's wire has credits for a packet of
+    // `payload` bytes on route `rt` (IBA 7.9). A QP told no stops sending
+    // and resumes from poll() once port_tx_ready() says credits came back.
+    bool tx_room(const Route& rt, uint32_t payload);
     void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
     // Unicast DLID addressed to this port (LID 0 is never anyone's).
     static bool is_own_lid(const Port& pt, uint16_t dlid)
@@ -388,6 +397,10 @@ private:
     uint64_t now();
     uint64_t now_ = 0;
     uint64_t next_deadline_ = UINT64_MAX;
+    // Send arbitration: poll() serves the QPs round robin from the one
+    // after the QP it served first last time, so no QP always goes first
+    // when link credits come back.
+    uint32_t rr_qpn_ = 0;
     unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing
     unsigned tx_depth_ = 0;
     std::array<std::array<uint8_t, 4096 + 64>, 4> bounce_{};

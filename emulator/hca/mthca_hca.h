@@ -52,6 +52,7 @@ private:
         Endpoint(Core& core, unsigned port) : core_(core), port_(port) {}
         void receive(const Packet& p) override { core_.port_receive(port_, p); }
         void link_changed(bool up, const LinkParams& params) override { core_.port_link_changed(port_, up, params); }
+        void tx_ready() override { core_.port_tx_ready(port_); }
 
     private:
         Core& core_;

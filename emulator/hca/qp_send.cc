@@ -172,6 +172,20 @@ void Core::transmit(unsigned port, Packet& p)
     --tx_depth_;
 }
 
+bool Core::tx_room(const Route& rt, uint32_t payload)
+{
+    if (rt.port < 1 || rt.port > num_ports_)
+        return true;
+    Wire* w = wires_[rt.port - 1];
+    const Port& pt = ports_[rt.port - 1];
+    if (!w || is_own_lid(pt, rt.dlid))
+        return true;  // loopback takes no link credits
+    // The largest headers a data packet of ours carries: LRH, GRH, BTH,
+    // RETH/AETH and ImmDt, plus the pad.
+    uint32_t bytes = iba::kLrhLen + (rt.grh ? iba::kGrhLen : 0) + iba::kBthLen + 20 + payload + 3;
+    return w->ready(0, bytes);
+}
+
 Packet& Core::tx_packet()
 {
     // Preallocated per transmit nesting level (a synchronous wire may make
@@ -345,12 +359,13 @@ void Core::sq_progress(Qp& q)
     }
     r.sq_busy = true;
     r.sq_resume = false;
+    r.sq_blocked = false;
     r.budget = kSqBudget;
     do {
         r.sq_again = false;
         sq_pump(q, nullptr);
-        while (r.budget && r.tx_idx == r.out_head && r.sq_pending && r.sq_have_next && q.state == QpState::Rts &&
-               !r.rnr_wait) {
+        while (r.budget && !r.sq_blocked && r.tx_idx == r.out_head && r.sq_pending && r.sq_have_next &&
+               q.state == QpState::Rts && !r.rnr_wait) {
             bool rc = q.service == uint8_t(QpService::Rc);
             if (r.out_head - r.out_tail >= kMaxOutstanding)
                 break;
@@ -390,9 +405,12 @@ void Core::sq_progress(Qp& q)
                 break;
             }
         }
-    } while (r.sq_again && r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd));
+    } while (r.sq_again && r.budget && !r.sq_blocked && (q.state == QpState::Rts || q.state == QpState::Sqd));
     r.sq_busy = false;
-    if (!r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd)) {
+    if (r.sq_blocked && (q.state == QpState::Rts || q.state == QpState::Sqd || q.state == QpState::Sqe)) {
+        // No link credits: poll() goes on once the port's wire says so.
+        r.sq_resume = true;
+    } else if (!r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd)) {
         // Spent: the rest goes from poll(), at once.
         r.sq_resume = true;
         next_deadline_ = std::min(next_deadline_, now());
@@ -669,6 +687,10 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
     uint32_t first_psn = e.first_psn;
 
     if (w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
+        if (!tx_room(rt, 28)) {
+            r.sq_blocked = true;
+            return true;
+        }
         Packet& p = tx_packet();
         bool rd = w.op == wqe::kRdmaRead;
         uint8_t opc = rd ? kReadReq : (w.op == wqe::kAtomicCs ? kCmpSwap : kFetchAdd);
@@ -696,6 +718,10 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
     size_t tmpl_len = 0;
     const uint8_t* whole = map_whole_message(w);
     for (uint32_t i = e.sent; i < npkts && r.budget; ++i) {
+        if (!tx_room(rt, mtu)) {
+            r.sq_blocked = true;  // no link credits: held back until tx_ready
+            break;
+        }
         uint32_t psn = (first_psn + i) & iba::kPsnMask;
         bool first = i == 0, last = i + 1 == npkts;
         uint8_t opc;
@@ -777,6 +803,7 @@ void Core::rc_retransmit(Qp& q)
     if (r.out_head == r.out_tail)
         return;
     IBEMU_DEBUG(cfg_.name, "QP 0x%x: retransmitting from PSN 0x%06x", q.qpn, r.out[r.out_tail % kMaxOutstanding].first_psn);
+    ++db_.retransmits;
     // Go back N: every started WQE is sent again from its first packet,
     // by sq_progress and within its budget.
     for (uint32_t i = r.out_tail; i != r.out_head; ++i) {
@@ -893,8 +920,9 @@ void Core::resp_progress(Qp& q)
         return;  // the outer call goes on
     r.resp_busy = true;
     r.resp_resume = false;
+    r.resp_blocked = false;
     uint32_t budget = kSqBudget;
-    while (r.resp_head != r.resp_tail && budget) {
+    while (r.resp_head != r.resp_tail && budget && !r.resp_blocked) {
         if (q.state == QpState::Err || q.state == QpState::Rst) {
             r.resp_head = r.resp_tail = 0;
             r.resp_nak = false;
@@ -950,6 +978,10 @@ void Core::resp_progress(Qp& q)
                 y.mr = m;
                 y.mr_gen = obj_gen_;
             }
+            if (!tx_room(rt, n)) {
+                r.resp_blocked = true;  // no link credits: held back until tx_ready
+                break;
+            }
             Packet& p = tx_packet();
             size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (y.psn + i) & iba::kPsnMask);
             if (first || last) {
@@ -991,7 +1023,8 @@ void Core::resp_progress(Qp& q)
     r.resp_busy = false;
     if (r.resp_head != r.resp_tail && q.state != QpState::Err && q.state != QpState::Rst) {
         r.resp_resume = true;
-        next_deadline_ = std::min(next_deadline_, now());
+        if (!r.resp_blocked)  // else once the port's wire has credits again
+            next_deadline_ = std::min(next_deadline_, now());
     }
 }
 

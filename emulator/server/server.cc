@@ -553,6 +553,11 @@ private:
                 c_.drop("device model threw on a received packet");
             }
         }
+        void tx_ready() override
+        {
+            if (!c_.dead_)
+                inner_.tx_ready();  // only asks the model for a poll()
+        }
         void link_changed(bool up, const LinkParams& params) override
         {
             if (c_.dead_)

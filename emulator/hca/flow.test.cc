@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// The HCA on a real fabric link with credits (fabric/link.h): a saturated
+// link direction holds the sending QPs back instead of losing packets, and
+// the QPs that share it take turns (IBA 7.9 link flow control; the send
+// arbitration of an HCA between its QPs and between requester and
+// responder traffic).
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "fabric/clock.h"
+#include "fabric/link.h"
+#include "hca/qp_test_support.h"
+
+namespace ibemu::mthca::test {
+namespace {
+
+// a (LID 1) and b (LID 2) on one link with the rate model (4x SDR: 1 GB/s
+// of data each way) and a receive buffer of 8 packets of 2 KiB per VL.
+class LinkFlow : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        fabric::LinkConfig lc;
+        lc.model_rate = true;
+        lc.vl_credits = 8 * 34;
+        link = std::make_unique<fabric::Link>(sched, "a:1-b:1", lc);
+        PortEndpoint* ea = nullptr;
+        PortEndpoint* eb = nullptr;
+        a.up(1, &link->wire(0), &ea);
+        b.up(2, &link->wire(1), &eb);
+        link->attach(0, ea, false);
+        link->attach(1, eb, false);
+        ASSERT_TRUE(link->up());
+        a.activate(1);
+        b.activate(2);
+    }
+
+    // RC QPs x on a and y on b, connected, each with its own CQ.
+    void connect(TQp& x, TCq& xcq, TQp& y, TCq& ycq)
+    {
+        xcq = a.make_cq(1024);
+        ycq = b.make_cq(1024);
+        x = a.make_qp(QpService::Rc, xcq, xcq, 64, 64);
+        y = b.make_qp(QpService::Rc, ycq, ycq, 64, 64);
+        QpParams px, py;
+        px.dlid = 2, px.remote_qpn = y.qpn;
+        py.dlid = 1, py.remote_qpn = x.qpn;
+        a.to_rts(x, px);
+        b.to_rts(y, py);
+    }
+
+    // One step of virtual time: both models' timers and resumed work, then
+    // the link's deliveries.
+    void step(uint64_t dt)
+    {
+        clock.advance(dt);
+        a.d.hca().poll(clock.now_ns());
+        b.d.hca().poll(clock.now_ns());
+        sched.settle();
+    }
+
+    fabric::VirtualClock clock;
+    fabric::Scheduler sched{clock};
+    std::unique_ptr<fabric::Link> link;
+    Node a{1}, b{2};
+};
+
+constexpr uint32_t kMsg = 64 * 1024;
+
+// A stream of 64 KiB WRITEs far faster than the link: the requester waits
+// for credits, every WRITE completes without error, nothing is dropped or
+// retransmitted and no packet went past its credits.
+TEST_F(LinkFlow, SaturatedLinkHoldsTheRequesterBackWithoutLoss)
+{
+    TQp x, y;
+    TCq xcq, ycq;
+    connect(x, xcq, y, ycq);
+    const unsigned n = 32;
+    uint64_t sbuf = a.alloc(kMsg), rbuf = b.alloc(uint64_t(kMsg) * n);
+    uint32_t sk = a.reg(sbuf, kMsg), rk = b.reg(rbuf, uint64_t(kMsg) * n);
+    for (uint32_t i = 0; i < kMsg; ++i)
+        a.mem().at(sbuf)[i] = uint8_t(i * 13 + 5);
+    for (unsigned i = 0; i < n; ++i)
+        a.post_send(x, rdma_wr(wqe::kRdmaWrite, {sbuf, kMsg, sk}, rbuf + uint64_t(i) * kMsg, rk));
+    // 2 MiB at 1 GB/s: about 2.1 ms.
+    unsigned done = 0;
+    TCqe c;
+    for (int i = 0; i < 4000 && done < n; ++i) {
+        step(1000);
+        while (a.poll(xcq, &c)) {
+            EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+            ++done;
+        }
+    }
+    EXPECT_EQ(done, n);
+    for (unsigned i = 0; i < n; ++i)
+        EXPECT_EQ(std::memcmp(b.mem().at(rbuf + uint64_t(i) * kMsg), a.mem().at(sbuf), kMsg), 0) << i;
+    const fabric::LinkCounters& ab = link->counters(0);
+    EXPECT_EQ(ab.dropped() + link->counters(1).dropped(), 0u);
+    EXPECT_GT(ab.credit_waits, 0u);  // it was held back
+    EXPECT_EQ(ab.over_credit, 0u);   // and never sent past its credits
+    EXPECT_EQ(a.core().doorbells().retransmits, 0u);
+    EXPECT_EQ(a.core().ports()[0].xmit_discards, 0u);
+    EXPECT_EQ(b.core().ports()[0].rcv_errors, 0u);
+}
+
+// A stream of one kind of RDMA work request kept `depth` deep on one QP.
+struct Stream {
+    Node* node;
+    TQp* qp;
+    TCq* cq;
+    Node::SendWr wr;
+    uint64_t bytes = 0;
+};
+
+// Runs the streams for `us` microseconds of virtual time, reposting each
+// completed request; every completion must succeed.
+class LinkShare : public LinkFlow {
+protected:
+    void run(std::vector<Stream>& streams, unsigned depth, unsigned us)
+    {
+        for (Stream& s : streams)
+            for (unsigned i = 0; i < depth; ++i)
+                s.node->post_send(*s.qp, s.wr);
+        TCqe c;
+        for (unsigned i = 0; i < us; ++i) {
+            step(1000);
+            for (Stream& s : streams) {
+                while (s.node->poll(*s.cq, &c)) {
+                    ASSERT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+                    s.bytes += c.byte_cnt ? c.byte_cnt : kMsg;
+                    s.node->post_send(*s.qp, s.wr);
+                }
+            }
+        }
+    }
+    // Each stream's share of the sum, and nothing lost or resent.
+    void expect_shares(const std::vector<Stream>& streams, double at_least)
+    {
+        uint64_t sum = 0;
+        std::string all;
+        for (const Stream& s : streams) {
+            sum += s.bytes;
+            all += " " + std::to_string(s.bytes);
+        }
+        RecordProperty("bytes", all);
+        EXPECT_GT(sum, 2'000'000u) << all;  // the link was kept busy
+        for (const Stream& s : streams)
+            EXPECT_GE(double(s.bytes), at_least * double(sum)) << "bytes per stream:" << all;
+        EXPECT_EQ(link->counters(0).dropped() + link->counters(1).dropped(), 0u);
+        EXPECT_EQ(a.core().doorbells().retransmits + b.core().doorbells().retransmits, 0u);
+    }
+};
+
+// A WRITE stream (a's requester) and the READ responses a's responder owes
+// another QP (b reads from a) share the direction a -> b, both saturated,
+// eight requests deep as perftest keeps them. The issue asks for at least a
+// quarter each; this asks for a third (they split evenly; with the link's
+// credits ignored the READ stream falls to 29 %).
+TEST_F(LinkShare, WriteStreamAndReadResponsesShareALinkDirection)
+{
+    TQp wx, wy, rx, ry;
+    TCq wxcq, wycq, rxcq, rycq;
+    connect(wx, wxcq, wy, wycq);  // a writes to b
+    connect(rx, rxcq, ry, rycq);  // b reads from a
+    uint64_t wsrc = a.alloc(kMsg), wdst = b.alloc(kMsg);
+    uint64_t rsrc = a.alloc(kMsg), rdst = b.alloc(kMsg);
+    uint32_t wsk = a.reg(wsrc, kMsg), wdk = b.reg(wdst, kMsg);
+    uint32_t rsk = a.reg(rsrc, kMsg), rdk = b.reg(rdst, kMsg);
+    std::vector<Stream> s = {
+        {&a, &wx, &wxcq, rdma_wr(wqe::kRdmaWrite, {wsrc, kMsg, wsk}, wdst, wdk)},
+        {&b, &ry, &rycq, rdma_wr(wqe::kRdmaRead, {rdst, kMsg, rdk}, rsrc, rsk)},
+    };
+    run(s, 8, 4000);  // 4 ms: about 4 MB through the link
+    expect_shares(s, 1.0 / 3);
+}
+
+// Three WRITE streams from three QPs of a: the send arbitration serves them
+// round robin, so each gets about a third.
+TEST_F(LinkShare, WriteStreamsOfThreeQpsShareALinkDirection)
+{
+    std::vector<Stream> s;
+    TQp x[3], y[3];
+    TCq xcq[3], ycq[3];
+    uint64_t src = a.alloc(kMsg), dst = b.alloc(kMsg);
+    uint32_t sk = a.reg(src, kMsg), dk = b.reg(dst, kMsg);
+    for (unsigned i = 0; i < 3; ++i) {
+        connect(x[i], xcq[i], y[i], ycq[i]);
+        s.push_back({&a, &x[i], &xcq[i], rdma_wr(wqe::kRdmaWrite, {src, kMsg, sk}, dst, dk)});
+    }
+    run(s, 8, 4000);
+    expect_shares(s, 0.25);
+}
+
+}  // namespace
+}  // namespace ibemu::mthca::test
