@@ -313,20 +313,18 @@ uint64_t Link::Direction::next_deadline() const
         return 0;
     if (!count)
         return kNever;
-    uint64_t d = kNever;
-    for (unsigned vl = 0; vl < 16; ++vl) {
-        const VlQueue& q = vq[vl];
-        if (q.head && (!q.refused || q.refused_epoch != link->sched_.credit_epoch))
-            d = std::min(d, q.head->due);
-    }
-    if (d == kNever || !link->cfg_.model_rate)
-        return d;
-    // Rate model: a packet on the wire arrives when due; the next one
+    // Rate model: a packet on the wire arrives when due; a waiting one
     // starts when the wire is free.
-    for (const VlQueue& q : vq)
-        if (q.head && q.head->crossed && (!q.refused || q.refused_epoch != link->sched_.credit_epoch))
-            return std::min(d, q.head->due);
-    return std::max(d, wire_free);
+    uint64_t waiting = kNever, arriving = kNever;
+    for (const VlQueue& q : vq) {
+        if (!q.head || (q.refused && q.refused_epoch == link->sched_.credit_epoch))
+            continue;
+        uint64_t& d = q.head->crossed ? arriving : waiting;
+        d = std::min(d, q.head->due);
+    }
+    if (waiting != kNever && link->cfg_.model_rate)
+        waiting = std::max(waiting, wire_free);
+    return std::min(waiting, arriving);
 }
 
 // The current entry of table `t` while it has weight left and its VL has a

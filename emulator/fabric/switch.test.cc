@@ -932,5 +932,78 @@ TEST_F(FlowTest, OnlyInjectedFaultsDropAndEachIsCounted)
     EXPECT_EQ(fab.control("show drops").rfind("ok drops 20 fault 20", 0), 0u) << fab.control("show drops");
 }
 
+// IBA 7.6.6 / 7.6.9: two flows on SL 0 and SL 1, which the switch's
+// SLtoVLMappingTable puts on VL0 and VL1 towards vm3, and a VLArbitration
+// low priority table with weights 3:1 (48 and 16 units of 64 bytes: three
+// 1058-byte packets, then one). The saturated egress carries them 3:1.
+TEST_F(FlowTest, SlToVlAndVlArbitrationShareASaturatedLink3To1)
+{
+    a.total = b.total = 800;
+    b.sl = 1;
+    Link* egress = slow_egress();
+    // OperationalVLs 2 (VL0-1) on the egress port.
+    constexpr Field kPiOpVls{43, 1, 4, 4};
+    ASSERT_TRUE(set_port_info({1}, 4, [&](std::span<uint8_t> d) { kPiOpVls.set(d, 2); }));
+    for (unsigned in : {2u, 3u}) {
+        Mad m{};
+        test::smp_data(m)[0] = 0x01;  // SL0 -> VL0, SL1 -> VL1, the rest VL0
+        auto r = dr(mad::kMethodSet, smp::kAttrSlToVl, in << 8 | 4, {1}, &m);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+    }
+    Mad arb{};
+    auto d = test::smp_data(arb);
+    d[0] = 0, d[1] = 48;  // VL0, weight 48
+    d[2] = 1, d[3] = 16;  // VL1, weight 16
+    auto r = dr(mad::kMethodSet, smp::kAttrVlArb, 1u << 16 | 4, {1}, &arb);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+
+    TestPort& c = hosts["vm3"];
+    a.pump();
+    b.pump();
+    run_until_received(c, 1600);
+    ASSERT_EQ(c.rx.size(), 1600u) << fab.control("show drops");
+    EXPECT_EQ(link_drops(), 0u);
+    // While both were backlogged (the first 800 packets), 3:1.
+    unsigned n1 = 0, n2 = 0;
+    for (size_t i = 0; i < 800; ++i) {
+        uint8_t vl = c.rx[i].bytes[0] >> 4;
+        if (c.rx[i].bytes[28] == 1) {
+            ++n1;
+            EXPECT_EQ(vl, 0);
+        } else {
+            ++n2;
+            EXPECT_EQ(vl, 1);  // the switch rewrote the LRH's VL
+        }
+    }
+    RecordProperty("vl0_vl1", std::to_string(n1) + ":" + std::to_string(n2));
+    EXPECT_EQ(n1 + n2, 800u);
+    EXPECT_NEAR(double(n1) / double(n2), 3.0, 0.1) << n1 << ":" << n2;
+    EXPECT_EQ(egress->counters(0).over_credit + egress->counters(1).over_credit, 0u);
+}
+
+// Unprogrammed tables are the IBA defaults: every SL on VL0, so two flows
+// on SL 0 and SL 5 both arrive on VL0, each in order.
+TEST_F(FlowTest, UnprogrammedTablesPutEverySlOnVl0)
+{
+    a.total = b.total = 200;
+    b.sl = 5;
+    slow_egress();
+    TestPort& c = hosts["vm3"];
+    a.pump();
+    b.pump();
+    run_until_received(c, 400);
+    ASSERT_EQ(c.rx.size(), 400u);
+    std::array<uint32_t, 3> next{};
+    for (const auto& rp : c.rx) {
+        EXPECT_EQ(rp.bytes[0] >> 4, 0);
+        uint8_t flow = rp.bytes[28];
+        EXPECT_EQ(get32(std::span<const uint8_t>(rp.bytes), 32), next[flow]);
+        ++next[flow];
+    }
+    EXPECT_EQ(link_drops(), 0u);
+}
+
 }  // namespace
 }  // namespace ibemu::fabric

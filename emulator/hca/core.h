@@ -382,6 +382,15 @@ private:
     uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
 
     std::array<Wire*, 2> wires_{};
+    // Port::arb_gen last given to each port's wire (set_arbitration).
+    std::array<uint32_t, 2> arb_pushed_{~0u, ~0u};
+    // The VL a data packet with `sl` leaves `pt` on (its SLtoVLMappingTable;
+    // VL15 is for SMPs only, so a data SL mapped there goes on VL0).
+    static uint8_t data_vl(const Port& pt, uint8_t sl)
+    {
+        uint8_t vl = sl_to_vl(pt.sl2vl.data(), sl);
+        return vl == 15 ? 0 : vl;
+    }
     // Bumped whenever cached translations may be stale (MTT writes, ICM
     // map changes, SYNC_TPT) or objects go away (MPTs, QPs).
     uint64_t tpt_gen_ = 1;

@@ -12,6 +12,7 @@
 #include "fabric/clock.h"
 #include "fabric/link.h"
 #include "hca/qp_test_support.h"
+#include "ib/mad.h"
 
 namespace ibemu::mthca::test {
 namespace {
@@ -192,6 +193,68 @@ TEST_F(LinkShare, WriteStreamsOfThreeQpsShareALinkDirection)
     }
     run(s, 8, 4000);
     expect_shares(s, 0.25);
+}
+
+// Records the VL of each data packet crossing the link.
+struct VlTap : fabric::PacketTap {
+    std::vector<uint8_t> vls;
+    void tap(const fabric::Link&, unsigned from_side, const Packet& p, uint64_t) override
+    {
+        if (from_side == 0 && p.vl != 15) {
+            vls.push_back(p.vl);
+            EXPECT_EQ(p.hdr[0] >> 4, p.vl);  // the LRH says the same
+        }
+    }
+};
+
+// An SMP Set through MAD_IFC, as the SM's SMPs reach the firmware's SMA.
+void sma_set(Node& n, uint16_t attr, uint32_t mod, std::span<const uint8_t> data)
+{
+    auto in = n.d.in();
+    std::fill(in.begin(), in.begin() + 256, 0);
+    in[0] = 1, in[1] = mad::kClassSubnLid, in[2] = 1, in[3] = mad::kMethodSet;
+    put16(in, 16, attr);
+    put32(in, 20, mod);
+    std::copy(data.begin(), data.end(), in.begin() + 64);
+    ASSERT_EQ(n.d.cmd(op::kMadIfc, n.d.in_box(), n.d.out_box(), 1, 0x3), Status::Ok);
+    ASSERT_EQ(get16(n.d.out(), 4), 0);  // MAD status
+}
+
+// The port's SLtoVLMappingTable as the SM set it (IBA 7.6.6, 14.2.5.8)
+// puts a QP's packets on the VL of its SL; unprogrammed, every SL is VL0.
+TEST_F(LinkFlow, DataPacketsLeaveOnTheVlTheirSlMapsTo)
+{
+    VlTap tap;
+    link->set_tap(&tap);
+    TQp x, y;
+    TCq xcq, ycq;
+    xcq = a.make_cq(64);
+    ycq = b.make_cq(64);
+    x = a.make_qp(QpService::Rc, xcq, xcq, 16, 16);
+    y = b.make_qp(QpService::Rc, ycq, ycq, 16, 16);
+    QpParams px, py;
+    px.dlid = 2, px.remote_qpn = y.qpn, px.sl = 3;
+    py.dlid = 1, py.remote_qpn = x.qpn, py.sl = 3;
+    a.to_rts(x, px);
+    b.to_rts(y, py);
+    uint64_t src = a.alloc(8192), dst = b.alloc(8192);
+    uint32_t sk = a.reg(src, 8192), dk = b.reg(dst, 8192);
+    auto write_and_wait = [&] {
+        a.post_send(x, rdma_wr(wqe::kRdmaWrite, {src, 8192, sk}, dst, dk));
+        TCqe c;
+        for (int i = 0; i < 100 && !a.poll(xcq, &c); ++i)
+            step(1000);
+        EXPECT_FALSE(c.error);
+    };
+    write_and_wait();
+    ASSERT_EQ(tap.vls.size(), 4u);
+    EXPECT_EQ(tap.vls, std::vector<uint8_t>(4, 0));  // IBA default: VL0
+    const uint8_t sl2vl[8] = {0x00, 0x02, 0, 0, 0, 0, 0, 0};  // SL3 -> VL2, every other SL -> VL0
+    sma_set(a, mad::kAttrSlToVl, 0, sl2vl);
+    EXPECT_EQ(a.d.out()[64 + 1], 0x02);  // read back in the response
+    tap.vls.clear();
+    write_and_wait();
+    EXPECT_EQ(tap.vls, std::vector<uint8_t>(4, 2));
 }
 
 }  // namespace

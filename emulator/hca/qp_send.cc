@@ -50,8 +50,8 @@ size_t Core::build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, 
 {
     const Port& pt = ports_[rt.port - 1];
     uint8_t* h = p.hdr.data();
-    p.vl = 0;
-    h[0] = 0;  // VL 0, LVer 0
+    p.vl = data_vl(pt, rt.sl);  // IBA 7.6.6: SL to VL by the port's table
+    h[0] = uint8_t(p.vl << 4);  // LVer 0
     h[1] = uint8_t(rt.sl << 4 | (rt.grh ? iba::kLnhIbaGlobal : iba::kLnhIbaLocal));
     wbe16(h + 2, rt.dlid);
     wbe16(h + 4, 0);
@@ -180,10 +180,16 @@ bool Core::tx_room(const Route& rt, uint32_t payload)
     const Port& pt = ports_[rt.port - 1];
     if (!w || is_own_lid(pt, rt.dlid))
         return true;  // loopback takes no link credits
+    if (arb_pushed_[rt.port - 1] != pt.arb_gen) {
+        // The SM changed VLArbitrationTable or VLHighLimit: the port's
+        // transmitter arbitrates by them from now on.
+        w->set_arbitration(vl_arbitration_from(pt.vlarb, pt.vl_high_limit));
+        arb_pushed_[rt.port - 1] = pt.arb_gen;
+    }
     // The largest headers a data packet of ours carries: LRH, GRH, BTH,
     // RETH/AETH and ImmDt, plus the pad.
     uint32_t bytes = iba::kLrhLen + (rt.grh ? iba::kGrhLen : 0) + iba::kBthLen + 20 + payload + 3;
-    return w->ready(0, bytes);
+    return w->ready(data_vl(pt, rt.sl), bytes);
 }
 
 Packet& Core::tx_packet()
@@ -746,6 +752,7 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
             // AckReq and PSN.
             h = tmpl_len;
             std::memcpy(p.hdr.data(), tmpl, h);
+            p.vl = uint8_t(tmpl[0] >> 4);
             uint8_t* b = p.hdr.data() + h - iba::kBthLen;
             b[0] = uint8_t(tr | opc);
             b[1] = uint8_t(last && se ? 0x80 : 0);
