@@ -343,7 +343,10 @@ private:
     bool emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts);
     void rc_retransmit(Qp& q);
     void arm_timer(Qp& q, uint64_t when);
+    // An ACK syndrome of kAethAck | kAethCreditsInvalid goes out with the
+    // responder's real credit count (aeth_credits).
     void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
+    uint8_t aeth_credits(Qp& q);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
     // The RC responder's owed responses (qp_send.cc).
     bool respond(Qp& q, const RespEntry& x);

@@ -257,5 +257,53 @@ TEST_F(LinkFlow, DataPacketsLeaveOnTheVlTheirSlMapsTo)
     EXPECT_EQ(tap.vls, std::vector<uint8_t>(4, 2));
 }
 
+// The AETH of each RC ACK b sends back (LRH, BTH, AETH: no GRH here).
+struct AckTap : fabric::PacketTap {
+    std::vector<uint8_t> syndromes;
+    void tap(const fabric::Link&, unsigned from_side, const Packet& p, uint64_t) override
+    {
+        if (from_side == 1 && p.hdr_len >= 24 && p.hdr[8] == iba::opc::kAck)
+            syndromes.push_back(p.hdr[20]);
+    }
+};
+
+// IBA 9.7.7.2: an ACK carries the responder's end-to-end credits, the
+// receive WQEs it has left, in the AETH's credit encoding (the largest code
+// not above the count: 4 -> 4, 9 -> code 6 = 8, 0 -> 0).
+TEST_F(LinkFlow, AcksCarryTheResponderReceiveCredits)
+{
+    AckTap tap;
+    link->set_tap(&tap);
+    TQp x, y;
+    TCq xcq, ycq;
+    connect(x, xcq, y, ycq);
+    uint64_t src = a.alloc(64), dst = b.alloc(64 * 16);
+    uint32_t sk = a.reg(src, 64), dk = b.reg(dst, 64 * 16);
+    auto send_one = [&] {
+        Node::SendWr wr;
+        wr.sges = {{src, 64, sk}};
+        a.post_send(x, wr);
+        TCqe c;
+        for (int i = 0; i < 100 && !a.poll(xcq, &c); ++i)
+            step(1000);
+        EXPECT_FALSE(c.error);
+    };
+    for (unsigned i = 0; i < 5; ++i)
+        b.post_recv(y, {{dst + i * 64, 64, dk}});
+    send_one();  // 4 left
+    ASSERT_EQ(tap.syndromes.size(), 1u);
+    EXPECT_EQ(tap.syndromes[0], iba::kAethAck | 4);
+    for (unsigned i = 0; i < 5; ++i)
+        b.post_recv(y, {{dst + i * 64, 64, dk}});
+    send_one();  // 8 left
+    EXPECT_EQ(tap.syndromes.back(), iba::kAethAck | 6);
+    b.post_recv(y, {{dst, 64, dk}});
+    send_one();  // 8 left again
+    EXPECT_EQ(tap.syndromes.back(), iba::kAethAck | 6);
+    for (unsigned i = 0; i < 8; ++i)
+        send_one();
+    EXPECT_EQ(tap.syndromes.back(), iba::kAethAck | 0);  // none left
+}
+
 }  // namespace
 }  // namespace ibemu::mthca::test

@@ -828,8 +828,30 @@ void Core::rc_retransmit(Qp& q)
 
 // ---- responder packets -------------------------------------------------------
 
+uint8_t Core::aeth_credits(Qp& q)
+{
+    // End-to-end credits (IBA 9.7.7.2): the receive WQEs the responder has
+    // for new SENDs, as the largest code of the AETH credit encoding not
+    // above that count. A QP on an SRQ advertises none (code 31, invalid).
+    static constexpr uint16_t kCreditCount[31] = {0,    1,    2,    3,    4,     6,     8,     12,    16,   24,   32,
+                                                  48,   64,   96,   128,  192,   256,   384,   512,   768,  1024, 1536,
+                                                  2048, 3072, 4096, 6144, 8192,  12288, 16384, 24576, 32768};
+    if (q.a.srq)
+        return iba::kAethCreditsInvalid;
+    uint32_t head = 0;
+    if (!read_db_record(q.a.usr_page, q.a.rcv_db_index, &head))
+        return 0;
+    uint32_t avail = std::min((head - q.r.rq_tail) & 0xffff, 1u << q.a.rq_log_size);
+    uint8_t code = 0;
+    while (code + 1 < 31 && kCreditCount[code + 1] <= avail)
+        ++code;
+    return code;
+}
+
 void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn)
 {
+    if (syndrome == (iba::kAethAck | iba::kAethCreditsInvalid))
+        syndrome = iba::kAethAck | aeth_credits(q);
     Route rt = route_of(q);
     rt.port = uint8_t(port);
     Packet& p = tx_packet();
@@ -850,7 +872,7 @@ void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, ui
     const Port& pt = ports_[port - 1];
     size_t h = build_headers(p, rt, iba::opc::kAtomicAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen],
                              q.a.remote_qpn, false, psn);
-    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (msn & 0xffffff));
+    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | aeth_credits(q)) << 24 | (msn & 0xffffff));
     wbe64(p.hdr.data() + h + 4, orig);
     h += iba::kAethLen + iba::kAtomicAckLen;
     finish_packet(p, h);
@@ -992,7 +1014,7 @@ void Core::resp_progress(Qp& q)
             Packet& p = tx_packet();
             size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (y.psn + i) & iba::kPsnMask);
             if (first || last) {
-                wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (y.msn & 0xffffff));
+                wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | aeth_credits(q)) << 24 | (y.msn & 0xffffff));
                 h += iba::kAethLen;
             }
             if (n) {
