@@ -36,6 +36,7 @@ public:
     PortEndpoint& endpoint(unsigned port) override;
     void attach(unsigned port, Wire* wire) override { core_.attach_port(port, wire); }
     void raise_catas(uint32_t syndrome) override { core_.raise_catas(syndrome); }
+    uint64_t retransmits() const override { return core_.doorbells().retransmits; }
 
     Core& core() { return core_; }
     const ConfigSpace& config() const { return cfgspace_; }
