@@ -80,6 +80,10 @@ public:
     // kMaxSyncDeliveries (link.h), so a multicast loop that fans out at
     // every hop ends after that many instead of ~fan-out^depth.
     uint64_t sync_deliveries = 0;
+    // Bumped whenever a link direction hands credits back (a packet left
+    // its receive buffer). A direction whose head packet the receiver
+    // refused (accepts() false) sleeps until this moves.
+    uint64_t credit_epoch = 0;
 
 private:
     Clock& clock_;

@@ -5,7 +5,9 @@
 // <node>:<port>, node being a name, an id ("S-..."/"H-...") or a GUID.
 //
 //   help
-//   show links | nodes | switch <node>
+//   show links | nodes | switch <node> | drops
+//        (drops: every packet any link lost, by reason, summed over the
+//        fabric, with the flow-control counters beside them)
 //   link <node>:<port> up|down
 //   drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]
 //        (packets leaving that port; deterministic for a seed)
@@ -30,7 +32,7 @@ constexpr size_t kMaxWords = 64;
 
 const char* const kHelp =
     "ok commands:\n"
-    "  show links | show nodes | show switch <node>\n"
+    "  show links | show nodes | show switch <node> | show drops\n"
     "  link <node>:<port> up|down\n"
     "  drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]\n"
     "  mtu <node>:<port> 256|512|1024|2048|4096\n"
@@ -114,6 +116,35 @@ std::string Fabric::show_links() const
         o << line;
     }
     return o.str();
+}
+
+std::string Fabric::show_drops() const
+{
+    LinkCounters t;
+    for (const auto& l : links_) {
+        for (unsigned side = 0; side < 2; ++side) {
+            const LinkCounters& c = l->counters(side);
+            t.dropped_down += c.dropped_down;
+            t.dropped_mtu += c.dropped_mtu;
+            t.dropped_fault += c.dropped_fault;
+            t.dropped_overflow += c.dropped_overflow;
+            t.dropped_loop += c.dropped_loop;
+            t.dropped_storm += c.dropped_storm;
+            t.credit_waits += c.credit_waits;
+            t.over_credit += c.over_credit;
+            t.refused += c.refused;
+        }
+    }
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "ok drops %llu fault %llu overflow %llu down %llu mtu %llu loop %llu storm %llu "
+                  "credit_waits %llu over_credit %llu refused %llu",
+                  (unsigned long long)t.dropped(), (unsigned long long)t.dropped_fault,
+                  (unsigned long long)t.dropped_overflow, (unsigned long long)t.dropped_down,
+                  (unsigned long long)t.dropped_mtu, (unsigned long long)t.dropped_loop,
+                  (unsigned long long)t.dropped_storm, (unsigned long long)t.credit_waits,
+                  (unsigned long long)t.over_credit, (unsigned long long)t.refused);
+    return buf;
 }
 
 std::string Fabric::show_nodes() const
@@ -207,6 +238,8 @@ std::string Fabric::control(std::string_view line)
     if (cmd == "show") {
         if (w.size() == 2 && w[1] == "links")
             return show_links();
+        if (w.size() == 2 && w[1] == "drops")
+            return show_drops();
         if (w.size() == 2 && w[1] == "nodes")
             return show_nodes();
         if (w.size() == 3 && w[1] == "switch") {
@@ -279,16 +312,18 @@ std::string Fabric::control(std::string_view line)
         if (!port_arg(w[1], &l, &side, &err))
             return error(err);
         const LinkCounters& c = l->counters(side);
-        char buf[340];
+        char buf[440];
         std::snprintf(buf, sizeof buf,
                       "ok tx_packets %llu tx_bytes %llu delivered %llu deferred %llu dropped_down %llu "
                       "dropped_mtu %llu dropped_fault %llu dropped_overflow %llu dropped_loop %llu "
-                      "dropped_storm %llu",
+                      "dropped_storm %llu credit_waits %llu over_credit %llu refused %llu",
                       (unsigned long long)c.tx_packets, (unsigned long long)c.tx_bytes,
                       (unsigned long long)c.delivered, (unsigned long long)c.deferred,
                       (unsigned long long)c.dropped_down, (unsigned long long)c.dropped_mtu,
                       (unsigned long long)c.dropped_fault, (unsigned long long)c.dropped_overflow,
-                      (unsigned long long)c.dropped_loop, (unsigned long long)c.dropped_storm);
+                      (unsigned long long)c.dropped_loop, (unsigned long long)c.dropped_storm,
+                      (unsigned long long)c.credit_waits, (unsigned long long)c.over_credit,
+                      (unsigned long long)c.refused);
         return buf;
     }
     if (cmd == "capture") {

@@ -107,6 +107,7 @@ public:
     Switch* find_switch(std::string_view key);
     // The link at <node>:<port> and which side that port is on.
     Link* link_at(std::string_view node, unsigned port, unsigned* side);
+    const std::vector<std::unique_ptr<Link>>& links() const { return links_; }
 
     uint64_t next_deadline() const { return sched_.next_deadline(); }
     void run_due() { sched_.settle(); }
@@ -129,6 +130,7 @@ private:
     };
     std::string node_label(unsigned node) const;
     std::string show_links() const;
+    std::string show_drops() const;
     std::string show_nodes() const;
     std::string show_switch(const Switch& sw) const;
 

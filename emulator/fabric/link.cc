@@ -25,9 +25,6 @@ Link::Link(Scheduler& sched, std::string name, const LinkConfig& cfg)
         Direction& d = dir_[s];
         d.link = this;
         d.from = s;
-        d.ring.resize(std::max(1u, cfg_.slots));
-        for (Slot& sl : d.ring)
-            sl.payload.reset(new uint8_t[cfg_.slot_payload]);
         d.rng = d.fault.seed;
         sched_.add(&d);
     }
@@ -105,9 +102,16 @@ void Link::flush(Direction& d)
 {
     d.ctr.dropped_down += d.count;
     ++d.generation;
-    d.head = 0;
+    for (VlQueue& q : d.vq) {
+        while (Slot* s = q.head) {
+            q.head = s->next;
+            s->next = d.free_slots;
+            d.free_slots = s;
+        }
+        q = VlQueue{};
+    }
     d.count = 0;
-    d.busy_until = 0;
+    d.wire_free = 0;
 }
 
 bool Link::Direction::fault_drop()
@@ -138,6 +142,69 @@ void Link::Direction::set_carrier(bool on)
     link->update_phys();
 }
 
+Link::Slot* Link::Direction::take_slot()
+{
+    if (Slot* s = free_slots) {
+        free_slots = s->next;
+        s->next = nullptr;
+        return s;
+    }
+    if (pool.size() >= std::max(1u, link->cfg_.slots))
+        return nullptr;
+    // Lazily: a direction that never queues never allocates.
+    auto s = std::make_unique<Slot>();
+    s->payload.reset(new uint8_t[link->cfg_.slot_payload]);
+    pool.push_back(std::move(s));
+    return pool.back().get();
+}
+
+// The head packet of `vl` left the buffer: its slot and credits come back.
+void Link::Direction::release(unsigned vl)
+{
+    Link& l = *link;
+    VlQueue& q = vq[vl];
+    Slot* s = q.head;
+    q.head = s->next;
+    if (!q.head)
+        q.tail = nullptr;
+    q.used -= std::min(q.used, s->blocks);
+    q.refused = false;
+    s->next = free_slots;
+    free_slots = s;
+    --count;
+    ++l.sched_.credit_epoch;
+    if (q.sender_waiting) {
+        q.sender_waiting = false;
+        if (PortEndpoint* ep = l.ep_[from])
+            ep->tx_ready();
+    }
+}
+
+bool Link::Direction::ready(uint8_t vl, uint32_t bytes)
+{
+    Link& l = *link;
+    vl &= 15;
+    if (vl == 15 || !l.phys_up_)
+        return true;  // VL15 has no credits; a down link drops (and counts) anyway
+    VlQueue& q = vq[vl];
+    uint32_t b = credit_blocks(bytes);
+    bool room = q.used == 0 || q.used + b <= l.cfg_.vl_credits;
+    if (room && count < std::max(1u, l.cfg_.slots))
+        return true;
+    q.sender_waiting = true;
+    ++ctr.credit_waits;
+    return false;
+}
+
+void Link::Direction::set_arbitration(const VlArbitration& a)
+{
+    arb = a;
+    hi_idx = lo_idx = 0;
+    hi_left = int64_t(arb.high[0].weight) * 64;
+    lo_left = int64_t(arb.low[0].weight) * 64;
+    hi_bytes = 0;
+}
+
 void Link::Direction::transmit(const Packet& p)
 {
     Link& l = *link;
@@ -146,7 +213,7 @@ void Link::Direction::transmit(const Packet& p)
         return;
     }
     if (p.payload_len > l.cfg_.params.mtu) {
-        // IBA 7.7.8 / C7-?: a packet longer than the link's MTU is not
+        // IBA 7.7.8 (C7-37): a packet longer than the link's MTU is not
         // carried. Count it where the sender can see it.
         ++ctr.dropped_mtu;
         IBEMU_DEBUG("fabric", "link %s: %u-byte payload over MTU %u dropped", l.name_.c_str(),
@@ -164,9 +231,12 @@ void Link::Direction::transmit(const Packet& p)
         l.tap_->tap(l, from, p, now);
 
     unsigned to = from ^ 1;
+    unsigned vl = p.vl & 15;
+    VlQueue& q = vq[vl];
     bool timed = l.cfg_.latency_ns != 0 || l.cfg_.model_rate;
     bool dst_busy = !l.side_[to].reentrant && l.side_[to].busy != 0;
-    if (!timed && count == 0 && !dst_busy) {
+    bool refused = false;
+    if (!timed && !q.head && !dst_busy) {
         if (l.sched_.delivery_depth >= kMaxSyncDepth) {
             ++ctr.dropped_loop;
             return;
@@ -175,63 +245,159 @@ void Link::Direction::transmit(const Packet& p)
             ++ctr.dropped_storm;
             return;
         }
-        ++l.side_[from].busy;
-        l.deliver(*this, p);
-        --l.side_[from].busy;
-        return;
+        PortEndpoint* ep = l.ep_[to];
+        if (!ep || ep->accepts(p)) {
+            ++l.side_[from].busy;
+            l.deliver(*this, p);
+            --l.side_[from].busy;
+            return;
+        }
+        refused = true;  // into the receive buffer, to wait for the receiver
     }
 
-    // Deferred: copy into a slot.
-    if (count == ring.size() || p.payload_len > l.cfg_.slot_payload) {
+    // Queued: copy into a slot of the receive buffer.
+    Slot* s = p.payload_len <= l.cfg_.slot_payload ? take_slot() : nullptr;
+    if (!s) {
         ++ctr.dropped_overflow;
         return;
     }
-    uint64_t due = now;
-    if (l.cfg_.model_rate) {
-        double gbps = link_data_rate_gbps(l.cfg_.params.width, l.cfg_.params.speed);
-        // The wire carries headers, payload, ICRC and VCRC (6 bytes).
-        uint64_t bits = uint64_t(p.hdr_len + p.payload_len + 6) * 8;
-        uint64_t ser = gbps > 0 ? uint64_t(double(bits) / gbps) : 0;
-        uint64_t start = std::max(now, busy_until);
-        busy_until = start + ser;
-        due = busy_until;
-    }
-    due += l.cfg_.latency_ns;
-    Slot& s = ring[(head + count) % ring.size()];
-    s.pkt.hdr = p.hdr;
-    s.pkt.hdr_len = std::min<uint16_t>(p.hdr_len, Packet::kMaxHdr);
-    s.pkt.vl = p.vl;
+    uint32_t blocks = credit_blocks(p.hdr_len + p.payload_len);
+    if (vl != 15 && q.used && q.used + blocks > l.cfg_.vl_credits)
+        ++ctr.over_credit;
+    s->pkt.hdr = p.hdr;
+    s->pkt.hdr_len = std::min<uint16_t>(p.hdr_len, Packet::kMaxHdr);
+    s->pkt.vl = p.vl;
     // Bounded by the slot whatever the segments claim.
     uint32_t copied = 0;
     for (unsigned i = 0; i < p.nseg && i < Packet::kMaxSegs; ++i) {
         uint32_t c = std::min(p.seg[i].len, l.cfg_.slot_payload - copied);
-        std::memcpy(s.payload.get() + copied, p.seg[i].data, c);
+        std::memcpy(s->payload.get() + copied, p.seg[i].data, c);
         copied += c;
     }
-    s.pkt.payload_len = copied;
-    s.pkt.nseg = copied ? 1 : 0;
-    s.pkt.seg[0] = PayloadSeg{s.payload.get(), copied};
+    s->pkt.payload_len = copied;
+    s->pkt.nseg = copied ? 1 : 0;
+    s->pkt.seg[0] = PayloadSeg{s->payload.get(), copied};
+    s->blocks = blocks;
+    s->crossed = false;
+    s->due = now + l.cfg_.latency_ns;
     // In order: never due before the packet ahead of it.
-    if (count)
-        due = std::max(due, ring[(head + count - 1) % ring.size()].due);
-    s.due = due;
+    if (q.tail)
+        s->due = std::max(s->due, q.tail->due);
+    if (q.tail)
+        q.tail->next = s;
+    else
+        q.head = s;
+    q.tail = s;
+    q.used += blocks;
+    if (refused) {
+        q.refused = true;
+        q.refused_epoch = l.sched_.credit_epoch;
+        ++ctr.refused;
+    }
     ++count;
     ++ctr.deferred;
+}
+
+// The head of `vl` may go: due, and not refused since credits last moved.
+bool Link::Direction::eligible(unsigned vl, uint64_t now) const
+{
+    const VlQueue& q = vq[vl];
+    if (!q.head || q.head->due > now)
+        return false;
+    return !q.refused || q.refused_epoch != link->sched_.credit_epoch;
 }
 
 uint64_t Link::Direction::next_deadline() const
 {
     if (notify_pending)
         return 0;
-    return count ? ring[head].due : kNever;
+    if (!count)
+        return kNever;
+    // Rate model: a packet on the wire arrives when due; a waiting one
+    // starts when the wire is free.
+    uint64_t waiting = kNever, arriving = kNever;
+    for (const VlQueue& q : vq) {
+        if (!q.head || (q.refused && q.refused_epoch == link->sched_.credit_epoch))
+            continue;
+        uint64_t& d = q.head->crossed ? arriving : waiting;
+        d = std::min(d, q.head->due);
+    }
+    if (waiting != kNever && link->cfg_.model_rate)
+        waiting = std::max(waiting, wire_free);
+    return std::min(waiting, arriving);
+}
+
+// The current entry of table `t` while it has weight left and its VL has a
+// packet, else the next such entry (IBA 7.6.9: weights in 64-byte units; a
+// packet that starts is finished even past the weight). -1: none.
+int Link::Direction::table_pick(const std::array<VlArbEntry, 64>& t, unsigned& idx, int64_t& left, uint64_t now)
+{
+    for (unsigned k = 0; k <= t.size(); ++k) {
+        const VlArbEntry& e = t[idx];
+        if (left > 0 && e.weight && e.vl < 15 && eligible(e.vl, now))
+            return e.vl;
+        idx = (idx + 1) % t.size();
+        left = int64_t(t[idx].weight) * 64;
+    }
+    return -1;
+}
+
+int Link::Direction::pick(uint64_t now)
+{
+    // VL15 goes ahead of every data VL (IBA 7.6.9.1).
+    if (eligible(15, now))
+        return 15;
+    if (!arb.programmed) {
+        for (unsigned k = 0; k < 15; ++k) {
+            unsigned vl = (rr + k) % 15;
+            if (eligible(vl, now)) {
+                rr = (vl + 1) % 15;
+                return int(vl);
+            }
+        }
+        return -1;
+    }
+    // High priority first, unless it has sent its limit (VLHighLimit x
+    // 4 KiB; 255 = unlimited) while low priority traffic waits.
+    bool limit_hit = arb.high_limit != 255 && hi_bytes >= uint64_t(arb.high_limit) * 4096 && hi_bytes > 0;
+    if (!limit_hit) {
+        int vl = table_pick(arb.high, hi_idx, hi_left, now);
+        if (vl >= 0) {
+            last_high = true;
+            return vl;
+        }
+    }
+    int vl = table_pick(arb.low, lo_idx, lo_left, now);
+    if (vl >= 0) {
+        last_high = false;
+        return vl;
+    }
+    if (limit_hit) {  // nothing low after all
+        vl = table_pick(arb.high, hi_idx, hi_left, now);
+        if (vl >= 0) {
+            last_high = true;
+            return vl;
+        }
+    }
+    return -1;
+}
+
+void Link::Direction::charge(unsigned vl, uint32_t bytes)
+{
+    if (!arb.programmed || vl == 15)
+        return;
+    if (last_high) {
+        hi_left -= bytes;
+        hi_bytes += bytes;
+    } else {
+        lo_left -= bytes;
+        hi_bytes = 0;
+    }
 }
 
 void Link::Direction::fire(uint64_t now)
 {
     Link& l = *link;
-    // Only what is queued now: a packet that comes back round a loop waits
-    // for the next call.
-    unsigned n = count;
     unsigned to = from ^ 1;
     if (notify_pending) {
         if (!l.side_[to].reentrant && l.side_[to].busy != 0)
@@ -243,18 +409,64 @@ void Link::Direction::fire(uint64_t now)
             --l.side_[to].busy;
         }
     }
-    while (n-- && count && ring[head].due <= now) {
+    // Only what is queued now: a packet that comes back round a loop waits
+    // for the next call.
+    unsigned n = count;
+    bool rate = l.cfg_.model_rate;
+    while (n && count) {
         if (!l.side_[to].reentrant && l.side_[to].busy != 0)
             break;
-        // The slot stays counted while its packet is delivered, so a
+        // A packet that has crossed the wire (rate model) is handed over
+        // first; otherwise the arbiter picks the next VL.
+        int vl = -1;
+        if (rate) {
+            for (unsigned v = 0; v < 16 && vl < 0; ++v)
+                if (vq[v].head && vq[v].head->crossed && eligible(v, now))
+                    vl = int(v);
+        }
+        if (vl < 0) {
+            if (rate && wire_free > now)
+                break;
+            vl = pick(now);
+            if (vl < 0)
+                break;
+            if (rate) {
+                // Onto the wire: one packet per serialisation time (headers,
+                // payload, ICRC and VCRC at the link's data rate).
+                Slot* s = vq[unsigned(vl)].head;
+                uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
+                double gbps = link_data_rate_gbps(l.cfg_.params.width, l.cfg_.params.speed);
+                uint64_t ser = gbps > 0 ? uint64_t(double(uint64_t(bytes + 6) * 8) / gbps) : 0;
+                charge(unsigned(vl), bytes);
+                s->crossed = true;
+                s->due = now + ser;
+                wire_free = s->due;
+                continue;
+            }
+        }
+        --n;
+        VlQueue& q = vq[unsigned(vl)];
+        Slot* s = q.head;
+        PortEndpoint* ep = l.ep_[to];
+        if (ep && !ep->accepts(s->pkt)) {
+            // Stays in the buffer, holding its credits, until credits move
+            // somewhere (the receiver's egress drained).
+            q.refused = true;
+            q.refused_epoch = l.sched_.credit_epoch;
+            ++ctr.refused;
+            continue;
+        }
+        // The slot stays queued while its packet is delivered, so a
         // transmit from inside receive() queues behind it and cannot
         // overwrite it.
         uint64_t gen = generation;
-        l.deliver(*this, ring[head].pkt);
+        uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
+        l.deliver(*this, s->pkt);
         if (gen != generation)
             break;  // the link went down during delivery and was flushed
-        head = (head + 1) % ring.size();
-        --count;
+        release(unsigned(vl));
+        if (!rate)
+            charge(unsigned(vl), bytes);
     }
 }
 

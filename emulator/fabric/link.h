@@ -8,13 +8,24 @@
 //  - A link with zero latency and no rate model delivers synchronously,
 //    without a copy: the peer's receive() runs inside the sender's
 //    transmit() and sees the sender's own payload segments.
-//  - Otherwise the packet is copied into one of the link direction's
-//    preallocated slots and delivered by the Scheduler when due (latency
-//    plus, with the rate model, the serialisation time at width x speed).
-//    No allocation per packet; when every slot is in flight the packet is
-//    dropped and counted (a real link would stall on credits instead).
-//  - Order is kept per direction: while packets wait in a direction, later
-//    ones queue behind them.
+//  - Otherwise the packet is copied into a slot of the direction's receive
+//    buffer and delivered by the Scheduler when due: after the latency and,
+//    with the rate model, one packet per serialisation time at width x
+//    speed (8b/10b). Slots are allocated the first time a direction needs
+//    them (a link that never queues costs no buffer) and reused.
+//  - Credits (IBA 7.9): each data VL of a direction has a receive buffer of
+//    `vl_credits` 64-byte blocks. A queued packet holds its blocks until the
+//    receiver takes it. Wire::ready() says whether a packet fits; a sender
+//    told no waits for PortEndpoint::tx_ready(). A receiver that cannot
+//    take the packet at the head of a VL (a switch whose egress is full:
+//    PortEndpoint::accepts()) leaves it there, so the buffer fills and the
+//    sender upstream is held back in turn: back-pressure, never a drop. A
+//    sender that transmits without asking is still queued (counted in
+//    over_credit) up to `slots` packets in all; only past that is a packet
+//    dropped (dropped_overflow), which a flow-controlled fabric never does.
+//  - Order is kept per VL: while packets wait on a VL, later ones on it
+//    queue behind them. Between VLs the transmitter arbitrates: VL15 first,
+//    then the VLArbitration tables (set_arbitration), or round robin.
 //  - An endpoint attached as non-reentrant (an HCA) never sees receive()
 //    while it is inside its own transmit() or receive(): such a packet is
 //    deferred to the next Scheduler::run_due(). Switch ports are reentrant.
@@ -32,6 +43,7 @@
 // (dropped_fault). Capture taps see every packet that passed them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,8 +63,9 @@ struct LinkConfig {
     LinkParams params;
     uint64_t latency_ns = 0;
     bool model_rate = false;
-    unsigned slots = 1024;         // deferred packets in flight per direction
+    unsigned slots = 1024;         // most packets queued per direction (slots made on demand)
     uint32_t slot_payload = 4096;  // largest payload a slot holds
+    uint32_t vl_credits = 2048;    // receive buffer per data VL, 64-byte blocks (128 KiB)
 };
 
 struct LinkCounters {
@@ -66,6 +79,14 @@ struct LinkCounters {
     uint64_t dropped_overflow = 0;
     uint64_t dropped_loop = 0;
     uint64_t dropped_storm = 0;   // over kMaxSyncDeliveries in one transmit
+    uint64_t credit_waits = 0;    // ready() said no (back-pressure on the sender)
+    uint64_t over_credit = 0;     // queued past the VL's credits (a sender that did not ask)
+    uint64_t refused = 0;         // the receiver could not take the head packet yet
+    // Every packet lost on this direction, whatever the reason.
+    uint64_t dropped() const
+    {
+        return dropped_down + dropped_mtu + dropped_fault + dropped_overflow + dropped_loop + dropped_storm;
+    }
 };
 
 // Fault injection, per direction, deterministic.
@@ -115,6 +136,13 @@ public:
     void set_mtu(uint16_t mtu) { cfg_.params.mtu = mtu; }
     void set_latency(uint64_t ns, bool model_rate);
     uint64_t latency_ns() const { return cfg_.latency_ns; }
+    uint32_t vl_credits() const { return cfg_.vl_credits; }
+    void set_vl_credits(uint32_t blocks) { cfg_.vl_credits = blocks ? blocks : 1; }
+    // Packets queued in a direction, and the credits they hold on `vl`.
+    unsigned queued(unsigned from_side) const { return dir_[from_side & 1].count; }
+    uint32_t credits_used(unsigned from_side, uint8_t vl) const { return dir_[from_side & 1].vq[vl & 15].used; }
+    // Slots a direction has allocated so far (lazy; tests).
+    size_t slots_allocated(unsigned from_side) const { return dir_[from_side & 1].pool.size(); }
 
     void set_fault(unsigned from_side, const FaultConfig& f);
     const FaultConfig& fault(unsigned from_side) const { return dir_[from_side & 1].fault; }
@@ -128,6 +156,17 @@ private:
         Packet pkt;
         std::unique_ptr<uint8_t[]> payload;
         uint64_t due = 0;
+        uint32_t blocks = 0;  // credits held
+        bool crossed = false; // rate model: serialised, arrives at `due`
+        Slot* next = nullptr;
+    };
+    struct VlQueue {
+        Slot* head = nullptr;
+        Slot* tail = nullptr;
+        uint32_t used = 0;          // credits held by queued packets
+        bool refused = false;       // the receiver refused the head ...
+        uint64_t refused_epoch = 0; // ... at this Scheduler::credit_epoch
+        bool sender_waiting = false;  // ready() said no: tx_ready() owed
     };
     // One direction: side `from` transmits, the other side receives.
     struct Direction final : Wire, TimedSource {
@@ -137,17 +176,34 @@ private:
         uint64_t fault_count = 0;
         uint64_t rng = 0;
         LinkCounters ctr;
-        std::vector<Slot> ring;
-        unsigned head = 0, count = 0;
+        std::vector<std::unique_ptr<Slot>> pool;  // grows on demand to cfg_.slots
+        Slot* free_slots = nullptr;
+        std::array<VlQueue, 16> vq;
+        unsigned count = 0;       // packets queued, all VLs
         uint64_t generation = 0;  // bumped when the queue is flushed
         bool notify_pending = false;  // link_changed owed to the receiving side
-        uint64_t busy_until = 0;
+        uint64_t wire_free = 0;   // rate model: the wire is busy until then
+        // VL arbitration state (IBA 7.6.9).
+        VlArbitration arb;
+        unsigned hi_idx = 0, lo_idx = 0;
+        int64_t hi_left = 0, lo_left = 0;  // bytes the current entry may still send
+        uint64_t hi_bytes = 0;             // high priority bytes since the last low packet
+        bool last_high = false;
+        unsigned rr = 0;                   // round robin when not programmed
 
         void transmit(const Packet& p) override;
+        bool ready(uint8_t vl, uint32_t bytes) override;
+        void set_arbitration(const VlArbitration& a) override;
         void set_carrier(bool on) override;
         uint64_t next_deadline() const override;
         void fire(uint64_t now) override;
         bool fault_drop();
+        bool eligible(unsigned vl, uint64_t now) const;
+        int pick(uint64_t now);
+        int table_pick(const std::array<VlArbEntry, 64>& t, unsigned& idx, int64_t& left, uint64_t now);
+        void charge(unsigned vl, uint32_t bytes);
+        Slot* take_slot();
+        void release(unsigned vl);
     };
     struct SideState {
         bool reentrant = true;

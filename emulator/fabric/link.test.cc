@@ -139,6 +139,40 @@ TEST_F(LinkTest, LatencyDefersIntoPooledSlotsInOrder)
     EXPECT_EQ(sched.next_deadline(), kNever);
 }
 
+// Credits (IBA 7.9): a direction's receive buffer per VL. A sender that
+// asks is told no once the queued packets hold the credits, and is told
+// when they come back; the slots are made only when first needed.
+TEST_F(LinkTest, CreditsHoldBackASenderThatAsksAndSlotsAreLazy)
+{
+    LinkConfig c;
+    auto l = make(c);
+    std::vector<uint8_t> payload(1000);  // 28 + 1000 + 6 bytes: 17 blocks
+    a.send_data(2, 1, payload);          // synchronous: no slot
+    EXPECT_EQ(l->slots_allocated(0), 0u);
+    EXPECT_EQ(l->slots_allocated(1), 0u);
+    l->set_latency(1000, false);
+    l->set_vl_credits(2 * 17);
+    EXPECT_TRUE(l->wire(0).ready(0, 1028));
+    a.send_data(2, 1, payload);
+    a.send_data(2, 1, payload);
+    EXPECT_EQ(l->credits_used(0, 0), 34u);
+    EXPECT_EQ(l->slots_allocated(0), 2u);
+    EXPECT_FALSE(l->wire(0).ready(0, 1028));
+    EXPECT_TRUE(l->wire(0).ready(1, 1028));   // another VL has its own buffer
+    EXPECT_TRUE(l->wire(0).ready(15, 1028));  // VL15 is not flow-controlled
+    EXPECT_EQ(l->counters(0).credit_waits, 1u);
+    EXPECT_EQ(a.tx_ready_calls, 0u);
+    a.send_data(2, 1, payload);  // a sender that does not ask is still carried
+    EXPECT_EQ(l->counters(0).over_credit, 1u);
+    sched.run_until(clock, 1000);
+    EXPECT_EQ(b.rx.size(), 4u);
+    EXPECT_EQ(a.tx_ready_calls, 1u);
+    EXPECT_EQ(l->credits_used(0, 0), 0u);
+    EXPECT_TRUE(l->wire(0).ready(0, 1028));
+    EXPECT_EQ(l->slots_allocated(0), 3u);  // reused from now on
+    EXPECT_EQ(l->counters(0).dropped(), 0u);
+}
+
 TEST_F(LinkTest, RateModelSpacesPacketsBySerialisationTime)
 {
     LinkConfig c;

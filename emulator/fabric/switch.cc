@@ -65,7 +65,7 @@ struct Switch::Port {
     uint8_t down_default = uint8_t(PhysState::Polling);
     uint8_t part_enforce = 0;
     std::vector<uint16_t> pkeys;
-    std::array<uint8_t, 4 * 64> vlarb{};
+    uint8_t vlarb[4 * 64] = {};
     SwitchPortCounters ctr;
 };
 
@@ -73,6 +73,7 @@ class Switch::Endpoint final : public PortEndpoint {
 public:
     Endpoint(Switch* sw, unsigned n) : sw_(sw), n_(n) {}
     void receive(const Packet& p) override { sw_->receive(n_, p); }
+    bool accepts(const Packet& p) override { return sw_->accepts(n_, p); }
     void link_changed(bool up, const LinkParams& params) override { sw_->link_changed(n_, up, params); }
 
 private:
@@ -118,8 +119,57 @@ PortEndpoint& Switch::endpoint(unsigned n) { return *endpoints_.at(n); }
 
 void Switch::set_wire(unsigned n, Wire* w)
 {
-    if (n >= 1 && n <= cfg_.num_ports)
+    if (n >= 1 && n <= cfg_.num_ports) {
         ports_[n].wire = w;
+        push_arbitration(n);
+    }
+}
+
+void Switch::push_arbitration(unsigned n)
+{
+    Port& p = ports_[n];
+    if (p.wire)
+        p.wire->set_arbitration(vl_arbitration_from(p.vlarb, p.vl_high_limit));
+}
+
+uint8_t Switch::out_vl(unsigned in, unsigned out, uint8_t sl) const
+{
+    unsigned N = cfg_.num_ports;
+    return sl_to_vl(&sl2vl_[(size_t(in) * (N + 1) + out) * 8], sl);
+}
+
+bool Switch::accepts(unsigned in, const Packet& p)
+{
+    // Whatever the switch would drop anyway (or hand to its own SMA/PMA) is
+    // taken: only a packet it would forward can wait for credits.
+    if (p.vl == kSmpVl)
+        return true;
+    const Port& ip = ports_[in];
+    if (ip.state != PortState::Armed && ip.state != PortState::Active)
+        return true;
+    PacketView v = view_packet(p);
+    if (!v.valid || lid_is_mine(v.dlid))
+        return true;
+    uint32_t bytes = p.hdr_len + p.payload_len;
+    auto room = [&](unsigned out) {
+        Port& o = ports_[out];
+        if (!o.wire || !o.link_up || o.disabled || o.state != PortState::Active)
+            return true;
+        return o.wire->ready(out_vl(in, out, v.sl), bytes);
+    };
+    uint16_t dlid = v.dlid;
+    // Multicast is not held back: a copy that finds an egress full is
+    // queued past its credits (over_credit), as a loop in the MFT would
+    // otherwise circulate for ever (a real switch ends it with the HOQ
+    // lifetime, which is not modelled).
+    if (dlid >= kMulticastLidBase && dlid != kPermissiveLid)
+        return true;
+    if (dlid == 0 || dlid == kPermissiveLid || dlid >= lft_.size() || (lft_top_ && dlid > lft_top_))
+        return true;
+    uint8_t out = lft_[dlid];
+    if (out == 0xff || out == 0 || out > cfg_.num_ports || out == in)
+        return true;
+    return room(out);
 }
 
 PortState Switch::port_state(unsigned n) const { return n < ports_.size() ? ports_[n].state : PortState::Down; }
@@ -164,7 +214,7 @@ void Switch::link_changed(unsigned n, bool up, const LinkParams& params)
     send_trap128();
 }
 
-void Switch::send_on(unsigned out, const Packet& p, bool smp)
+void Switch::send_on(unsigned out, const Packet& p, bool smp, unsigned in)
 {
     Port& o = ports_[out];
     if (!o.wire || !o.link_up || o.disabled) {
@@ -183,6 +233,26 @@ void Switch::send_on(unsigned out, const Packet& p, bool smp)
     if (p.payload_len > (128u << o.neighbor_mtu)) {
         ++o.ctr.xmit_discards;
         return;
+    }
+    if (!smp && in) {
+        // IBA 7.6.6: a data packet leaves on the VL the SLtoVLMappingTable
+        // of (ingress, egress) gives its SL; VL15 means drop, as does a VL
+        // the port does not operate.
+        uint8_t vl = out_vl(in, out, uint8_t(p.hdr[1] >> 4));
+        unsigned nvl = o.operational_vls >= 5 ? 15 : 1u << (std::max<uint8_t>(o.operational_vls, 1) - 1);
+        if (vl >= nvl) {
+            ++o.ctr.xmit_discards;
+            return;
+        }
+        if (vl != p.vl) {
+            Packet q = p;  // rare: only with a programmed mapping
+            q.vl = vl;
+            q.hdr[0] = uint8_t((q.hdr[0] & 0x0f) | (vl << 4));
+            ++o.ctr.xmit_packets;
+            o.ctr.xmit_bytes += q.hdr_len + q.payload_len;
+            o.wire->transmit(q);
+            return;
+        }
     }
     ++o.ctr.xmit_packets;
     o.ctr.xmit_bytes += p.hdr_len + p.payload_len;
@@ -276,7 +346,7 @@ void Switch::forward_data(unsigned in, const Packet& p, const PacketView& v)
             ++o.ctr.xmit_constraint;
             return;
         }
-        send_on(out, p, false);
+        send_on(out, p, false, in);
     };
     if (dlid >= kMulticastLidBase && dlid != kPermissiveLid) {
         // IBA 18.2.4.2: multicast by the MFT, never back out the ingress port.
@@ -693,7 +763,10 @@ uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
         p.neighbor_mtu = nmtu;
     if (opvls)
         p.operational_vls = opvls;
-    p.vl_high_limit = uint8_t(kVlHighLimit.get(d));
+    if (p.vl_high_limit != uint8_t(kVlHighLimit.get(d))) {
+        p.vl_high_limit = uint8_t(kVlHighLimit.get(d));
+        push_arbitration(n);
+    }
     p.hoq_life = uint8_t(kHoqLife.get(d));
     p.vl_stall = uint8_t(kVlStallCount.get(d));
     p.part_enforce = uint8_t(kPartEnforce.get(d));
@@ -877,6 +950,7 @@ uint16_t Switch::sma_set(unsigned in, uint16_t attr, uint32_t mod, std::span<uin
         if (block < 1 || block > 4 || port > N)
             return mad::kStatusInvalidField;
         std::memcpy(&ports_[port].vlarb[(block - 1) * 64], d.data(), 64);
+        push_arbitration(port);
         return 0;
     }
     case smp::kAttrLft:

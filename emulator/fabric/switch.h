@@ -113,11 +113,18 @@ private:
     class Endpoint;
 
     void receive(unsigned in, const Packet& p);
+    // Flow control: whether every egress port `p` would leave by has credits
+    // for it on its VL (PortEndpoint::accepts); no state changes.
+    bool accepts(unsigned in, const Packet& p);
+    // The VL a data packet with `sl` leaves port `out` on (SLtoVLMappingTable).
+    uint8_t out_vl(unsigned in, unsigned out, uint8_t sl) const;
+    // Port n's transmitter gets its VLArbitrationTable and VLHighLimit.
+    void push_arbitration(unsigned n);
     void link_changed(unsigned n, bool up, const LinkParams& params);
     void forward_data(unsigned in, const Packet& p, const PacketView& v);
     bool partition_ok(const Port& pt, const PacketView& v, bool outbound = false) const;
     bool lid_is_mine(uint16_t dlid) const;
-    void send_on(unsigned out, const Packet& p, bool smp);
+    void send_on(unsigned out, const Packet& p, bool smp, unsigned in = 0);
     // SMI: directed route and LID routed SMPs addressed to the switch.
     void smi_receive(unsigned in, const Packet& p, unsigned bth_off, uint16_t lrh_slid, uint16_t lrh_dlid);
     void smi_lid_route(std::span<const uint8_t> hdr, std::span<const uint8_t> mad, uint16_t dlid, uint8_t sl);

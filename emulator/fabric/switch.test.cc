@@ -799,5 +799,211 @@ TEST_F(SwitchTest, PartitionEnforcement)
     EXPECT_EQ(kPiPartEnforce.get(test::smp_data(*r)), 4u);
 }
 
+// ---- link-level flow control (IBA 7.9) ----------------------------------------
+
+// A traffic source that obeys credits: it sends its packets while its wire
+// says there is room, and resumes when told credits came back. Each payload
+// carries the flow id and a sequence number.
+struct FlowSource : TestPort {
+    uint8_t flow = 0;
+    uint16_t slid = 0, dlid = 0;
+    uint8_t sl = 0;
+    unsigned total = 0, sent = 0;
+    unsigned waits = 0;
+    std::vector<uint8_t> payload = std::vector<uint8_t>(1024);
+
+    void pump()
+    {
+        while (sent < total) {
+            Packet p;
+            UdAddress a;
+            a.dlid = dlid;
+            a.slid = slid;
+            a.sl = sl;
+            a.dest_qp = a.src_qp = 2;
+            a.qkey = 0x11111111;
+            payload[0] = flow;
+            put32(payload, 4, sent);
+            build_ud(p, a, payload);
+            if (!wire->ready(p.vl, p.hdr_len + p.payload_len)) {
+                ++waits;
+                return;  // tx_ready() resumes
+            }
+            wire->transmit(p);
+            ++sent;
+        }
+    }
+    void tx_ready() override { pump(); }
+};
+
+struct FlowTest : SwitchTest {
+    FlowSource a, b;  // vm1 (LID 2) and vm2 (LID 3), each a flow to vm3 (LID 4)
+
+    // star:4 with the SM on vm0; the sources are attached before the SM
+    // brings the ports ACTIVE (attaching retrains a link).
+    void SetUp() override
+    {
+        build("star:4");
+        for (auto [src, name, flow] : {std::tuple{&a, "vm1", 1}, std::tuple{&b, "vm2", 2}}) {
+            HcaPort* hp = fab.hca_port(name, 0, 1);
+            ASSERT_TRUE(hp);
+            src->wire = &hp->attach(src);
+            src->flow = uint8_t(flow);
+            src->slid = uint16_t(flow + 1);
+            src->dlid = 4;
+        }
+        configure_star(4, 10);
+    }
+    // Every packet every link of the fabric lost, for any reason.
+    uint64_t link_drops()
+    {
+        uint64_t n = 0;
+        for (const auto& l : fab.links())
+            n += l->counters(0).dropped() + l->counters(1).dropped();
+        return n;
+    }
+    // Runs virtual time forward until `rx` holds `want` packets (or 10 ms).
+    void run_until_received(const TestPort& rx, size_t want)
+    {
+        for (int i = 0; i < 10000 && rx.rx.size() < want; ++i)
+            fab.scheduler().run_until(clock, clock.now_ns() + 1000);
+    }
+    // Egress to vm3 (switch port 4): the rate model (4x SDR, ~1 us per
+    // 1 KiB packet) and a receive buffer of 8 packets of 1 KiB per VL.
+    Link* slow_egress()
+    {
+        unsigned side = 0;
+        Link* l = fab.link_at("sw0", 4, &side);
+        l->set_latency(0, true);
+        l->set_vl_credits(8 * 17);
+        return l;
+    }
+};
+
+TEST_F(FlowTest, SlowEgressBackPressuresTwoSendersWithoutLoss)
+{
+    a.total = b.total = 1500;  // more than a direction's 1024 slots
+    Link* egress = slow_egress();
+    TestPort& c = hosts["vm3"];
+    a.pump();
+    b.pump();
+    run_until_received(c, 3000);
+
+    ASSERT_EQ(c.rx.size(), 3000u) << fab.control("show drops");
+    EXPECT_EQ(link_drops(), 0u);
+    std::array<uint32_t, 3> next{};
+    for (const auto& r : c.rx) {
+        uint8_t flow = r.bytes[28];
+        ASSERT_TRUE(flow == 1 || flow == 2);
+        EXPECT_EQ(get32(std::span<const uint8_t>(r.bytes), 32), next[flow]) << "flow " << int(flow);
+        ++next[flow];
+    }
+    EXPECT_EQ(next[1], 1500u);
+    EXPECT_EQ(next[2], 1500u);
+    // The egress held them back, and the senders felt it.
+    EXPECT_GT(a.waits, 0u);
+    EXPECT_GT(b.waits, 0u);
+    unsigned side = 0;
+    const LinkCounters& in_a = fab.link_at("vm1", 1, &side)->counters(side);
+    EXPECT_GT(in_a.credit_waits, 0u);
+    EXPECT_EQ(in_a.over_credit, 0u);
+    EXPECT_EQ(egress->counters(0).over_credit + egress->counters(1).over_credit, 0u);
+    for (unsigned p = 1; p <= 4; ++p)
+        EXPECT_EQ(fab.find_switch("sw0")->counters(p).xmit_discards, 0u) << "port " << p;
+    for (const auto& l : fab.links())
+        EXPECT_EQ(l->queued(0) + l->queued(1), 0u);
+}
+
+TEST_F(FlowTest, OnlyInjectedFaultsDropAndEachIsCounted)
+{
+    a.total = 200;
+    slow_egress();
+    ASSERT_EQ(fab.control("drop vm1:1 every 10").rfind("ok", 0), 0u);
+    a.pump();
+    run_until_received(hosts["vm3"], 180);
+    fab.scheduler().run_until(clock, clock.now_ns() + 1000000);
+    EXPECT_EQ(hosts["vm3"].rx.size(), 180u);
+    unsigned side = 0;
+    const LinkCounters& ctr = fab.link_at("vm1", 1, &side)->counters(side);
+    EXPECT_EQ(ctr.dropped_fault, 20u);
+    EXPECT_EQ(link_drops(), 20u);
+    std::string reply = fab.control("counters vm1:1");
+    EXPECT_NE(reply.find("dropped_fault 20"), std::string::npos) << reply;
+    EXPECT_EQ(fab.control("show drops").rfind("ok drops 20 fault 20", 0), 0u) << fab.control("show drops");
+}
+
+// IBA 7.6.6 / 7.6.9: two flows on SL 0 and SL 1, which the switch's
+// SLtoVLMappingTable puts on VL0 and VL1 towards vm3, and a VLArbitration
+// low priority table with weights 3:1 (48 and 16 units of 64 bytes: three
+// 1058-byte packets, then one). The saturated egress carries them 3:1.
+TEST_F(FlowTest, SlToVlAndVlArbitrationShareASaturatedLink3To1)
+{
+    a.total = b.total = 800;
+    b.sl = 1;
+    Link* egress = slow_egress();
+    // OperationalVLs 2 (VL0-1) on the egress port.
+    constexpr Field kPiOpVls{43, 1, 4, 4};
+    ASSERT_TRUE(set_port_info({1}, 4, [&](std::span<uint8_t> d) { kPiOpVls.set(d, 2); }));
+    for (unsigned in : {2u, 3u}) {
+        Mad m{};
+        test::smp_data(m)[0] = 0x01;  // SL0 -> VL0, SL1 -> VL1, the rest VL0
+        auto r = dr(mad::kMethodSet, smp::kAttrSlToVl, in << 8 | 4, {1}, &m);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+    }
+    Mad arb{};
+    auto d = test::smp_data(arb);
+    d[0] = 0, d[1] = 48;  // VL0, weight 48
+    d[2] = 1, d[3] = 16;  // VL1, weight 16
+    auto r = dr(mad::kMethodSet, smp::kAttrVlArb, 1u << 16 | 4, {1}, &arb);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(smp::kDrStatus.get(*r), 0u);
+
+    TestPort& c = hosts["vm3"];
+    a.pump();
+    b.pump();
+    run_until_received(c, 1600);
+    ASSERT_EQ(c.rx.size(), 1600u) << fab.control("show drops");
+    EXPECT_EQ(link_drops(), 0u);
+    // While both were backlogged (the first 800 packets), 3:1.
+    unsigned n1 = 0, n2 = 0;
+    for (size_t i = 0; i < 800; ++i) {
+        uint8_t vl = c.rx[i].bytes[0] >> 4;
+        if (c.rx[i].bytes[28] == 1) {
+            ++n1;
+            EXPECT_EQ(vl, 0);
+        } else {
+            ++n2;
+            EXPECT_EQ(vl, 1);  // the switch rewrote the LRH's VL
+        }
+    }
+    RecordProperty("vl0_vl1", std::to_string(n1) + ":" + std::to_string(n2));
+    EXPECT_EQ(n1 + n2, 800u);
+    EXPECT_NEAR(double(n1) / double(n2), 3.0, 0.1) << n1 << ":" << n2;
+    EXPECT_EQ(egress->counters(0).over_credit + egress->counters(1).over_credit, 0u);
+}
+
+// Unprogrammed tables are the IBA defaults: every SL on VL0, so two flows
+// on SL 0 and SL 5 both arrive on VL0, each in order.
+TEST_F(FlowTest, UnprogrammedTablesPutEverySlOnVl0)
+{
+    a.total = b.total = 200;
+    b.sl = 5;
+    slow_egress();
+    TestPort& c = hosts["vm3"];
+    a.pump();
+    b.pump();
+    run_until_received(c, 400);
+    ASSERT_EQ(c.rx.size(), 400u);
+    std::array<uint32_t, 3> next{};
+    for (const auto& rp : c.rx) {
+        EXPECT_EQ(rp.bytes[0] >> 4, 0);
+        uint8_t flow = rp.bytes[28];
+        EXPECT_EQ(get32(std::span<const uint8_t>(rp.bytes), 32), next[flow]);
+        ++next[flow];
+    }
+    EXPECT_EQ(link_drops(), 0u);
+}
+
 }  // namespace
 }  // namespace ibemu::fabric

@@ -46,6 +46,8 @@ public:
         r.view = view_packet(p);
         rx.push_back(std::move(r));
     }
+    unsigned tx_ready_calls = 0;
+    void tx_ready() override { ++tx_ready_calls; }
     void link_changed(bool u, const LinkParams& lp) override
     {
         up = u;

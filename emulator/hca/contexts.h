@@ -375,6 +375,7 @@ struct QpRun {
     uint32_t budget = 0;
     uint32_t tx_gen = 0;
     bool sq_resume = false;  // budget spent: poll() goes on
+    bool sq_blocked = false; // ... or no link credits: poll() after tx_ready
     uint64_t deadline = UINT64_MAX;  // ACK timeout / RNR wait expiry
     bool rnr_wait = false;
     unsigned retries = 0, rnr_retries = 0;
@@ -407,6 +408,7 @@ struct QpRun {
     std::vector<RespEntry> resp;
     uint32_t resp_head = 0, resp_tail = 0;
     bool resp_resume = false;  // budget spent: poll() goes on
+    bool resp_blocked = false; // ... or no link credits: poll() after tx_ready
     bool resp_nak = false;     // a NAK is queued: later requests are dropped
     bool resp_busy = false;    // resp_progress re-entry guard
     bool drained_event = false;  // SQD: raise SQ_DRAINED once drained

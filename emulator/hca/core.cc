@@ -157,6 +157,7 @@ bool Core::lazy_alloc(uint64_t bytes)
 void Core::power_on()
 {
     state_ = FwState::Off;
+    arb_pushed_.fill(~0u);
     hcr_.fill(0);
     icm_.reset();
     fa_.clear();

@@ -113,6 +113,8 @@ struct DoorbellStats {
     // Send doorbells and CQ arms rung through a UAR page other than the
     // QP's usr_page / the CQ's UAR: ignored.
     uint64_t wrong_uar = 0;
+    // RC go-back-N restarts (NAK, ACK timeout, RNR wait ended).
+    uint64_t retransmits = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -191,6 +193,9 @@ public:
     void attach_port(unsigned port, Wire* wire);
     void port_receive(unsigned port, const Packet& p);
     void port_link_changed(unsigned port, bool up, const LinkParams& lp);
+    // The port's wire has link credits again (PortEndpoint::tx_ready): the
+    // QPs it held back resume from the next poll().
+    void port_tx_ready(unsigned port);
     // Timers (RC ACK timeout, RNR wait) and deferred flushes; returns the
     // next time it wants to run (UINT64_MAX: none).
     uint64_t poll(uint64_t now_ns);
@@ -315,6 +320,10 @@ private:
                          bool ackreq, uint32_t psn);
     void finish_packet(Packet& p, size_t hdr_len);
     void transmit(unsigned port, Packet& p);
+    // Link-level flow control: the port's wire has credits for a packet of
+    // `payload` bytes on route `rt` (IBA 7.9). A QP told no stops sending
+    // and resumes from poll() once port_tx_ready() says credits came back.
+    bool tx_room(const Route& rt, uint32_t payload);
     void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
     // Unicast DLID addressed to this port (LID 0 is never anyone's).
     static bool is_own_lid(const Port& pt, uint16_t dlid)
@@ -341,7 +350,10 @@ private:
     bool emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts);
     void rc_retransmit(Qp& q);
     void arm_timer(Qp& q, uint64_t when);
+    // An ACK syndrome of kAethAck | kAethCreditsInvalid goes out with the
+    // responder's real credit count (aeth_credits).
     void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
+    uint8_t aeth_credits(Qp& q);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
     // The RC responder's owed responses (qp_send.cc).
     bool respond(Qp& q, const RespEntry& x);
@@ -380,6 +392,15 @@ private:
     uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
 
     std::array<Wire*, 2> wires_{};
+    // Port::arb_gen last given to each port's wire (set_arbitration).
+    std::array<uint32_t, 2> arb_pushed_{~0u, ~0u};
+    // The VL a data packet with `sl` leaves `pt` on (its SLtoVLMappingTable;
+    // VL15 is for SMPs only, so a data SL mapped there goes on VL0).
+    static uint8_t data_vl(const Port& pt, uint8_t sl)
+    {
+        uint8_t vl = sl_to_vl(pt.sl2vl.data(), sl);
+        return vl == 15 ? 0 : vl;
+    }
     // Bumped whenever cached translations may be stale (MTT writes, ICM
     // map changes, SYNC_TPT) or objects go away (MPTs, QPs).
     uint64_t tpt_gen_ = 1;
@@ -395,6 +416,10 @@ private:
     uint64_t now();
     uint64_t now_ = 0;
     uint64_t next_deadline_ = UINT64_MAX;
+    // Send arbitration: poll() serves the QPs round robin from the one
+    // after the QP it served first last time, so no QP always goes first
+    // when link credits come back.
+    uint32_t rr_qpn_ = 0;
     unsigned err_qps_ = 0;          // QPs in ERR whose RQ may need flushing
     unsigned tx_depth_ = 0;
     std::array<std::array<uint8_t, 4096 + 64>, 4> bounce_{};

@@ -43,6 +43,9 @@ public:
     // Fails the chip with a catastrophic error (an operator and test seam:
     // see Core::raise_catas).
     virtual void raise_catas(uint32_t syndrome) = 0;
+    // RC go-back-N restarts since power-on (NAK, ACK timeout, RNR wait):
+    // the transport retries the server's control channel reports.
+    virtual uint64_t retransmits() const { return 0; }
 };
 
 // The ports of an HCA made by make_mthca (nullptr for anything else).

@@ -36,6 +36,7 @@ public:
     PortEndpoint& endpoint(unsigned port) override;
     void attach(unsigned port, Wire* wire) override { core_.attach_port(port, wire); }
     void raise_catas(uint32_t syndrome) override { core_.raise_catas(syndrome); }
+    uint64_t retransmits() const override { return core_.doorbells().retransmits; }
 
     Core& core() { return core_; }
     const ConfigSpace& config() const { return cfgspace_; }
@@ -52,6 +53,7 @@ private:
         Endpoint(Core& core, unsigned port) : core_(core), port_(port) {}
         void receive(const Packet& p) override { core_.port_receive(port_, p); }
         void link_changed(bool up, const LinkParams& params) override { core_.port_link_changed(port_, up, params); }
+        void tx_ready() override { core_.port_tx_ready(port_); }
 
     private:
         Core& core_;

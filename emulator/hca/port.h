@@ -109,6 +109,15 @@ struct Port {
     std::array<TrapSlot, kNumTrapKinds> traps{};
     uint64_t traps_sent = 0, traps_repressed = 0;
     std::array<uint16_t, kPkeyTableLen> pkeys{};
+    // SLtoVLMappingTable (IBA 14.2.5.8; zeros: every SL on VL0, the
+    // default), VLArbitrationTable blocks 1-4 (14.2.5.9; the first
+    // VLArbLow/HighCap = 8 entries of the low and high tables are used) and
+    // PortInfo VLHighLimit, as the SM set them. arb_gen moves with every
+    // change of the arbitration, for the transmitter to pick it up.
+    std::array<uint8_t, 8> sl2vl{};
+    uint8_t vlarb[256] = {};
+    uint8_t vl_high_limit = 0;
+    uint32_t arb_gen = 0;
 
     void power_on(unsigned n, uint64_t port_guid)
     {

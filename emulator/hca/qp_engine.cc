@@ -455,6 +455,7 @@ void Core::attach_port(unsigned port, Wire* wire)
     if (port < 1 || port > num_ports_)
         return;
     wires_[port - 1] = wire;
+    arb_pushed_[port - 1] = ~0u;  // the new wire learns the port's VL arbitration
 }
 
 void Core::port_link_changed(unsigned port, bool up, const LinkParams& lp)
@@ -496,15 +497,26 @@ uint64_t Core::poll(uint64_t now_ns)
         return next_deadline_;
     uint64_t next = UINT64_MAX;
     unsigned errs = 0;
-    for (auto& [idx, q] : qps_) {
-        (void)idx;
+    // Round robin: start after the QP served first last time, so that QPs
+    // held back by link credits take turns at the credits that come back
+    // (requesters and responders alike).
+    auto start = qps_.upper_bound(rr_qpn_);
+    bool first = true;
+    for (size_t k = 0, n = qps_.size(); k < n; ++k, ++start) {
+        if (start == qps_.end())
+            start = qps_.begin();
+        Qp& q = start->second;
         if (q.state == QpState::Err) {
             ++errs;
             qp_flush(q);
             continue;
         }
         QpRun& r = q.r;
-        // Work a call's budget left over.
+        // Work a call's budget (or the link's credits) left over.
+        if (first && (r.sq_resume || r.resp_resume)) {
+            rr_qpn_ = start->first;
+            first = false;
+        }
         if (r.sq_resume)
             sq_progress(q);
         if (r.resp_resume)
@@ -513,7 +525,7 @@ uint64_t Core::poll(uint64_t now_ns)
             ++errs;
             continue;
         }
-        if (r.sq_resume || r.resp_resume)
+        if ((r.sq_resume && !r.sq_blocked) || (r.resp_resume && !r.resp_blocked))
             next = std::min(next, now_ns);
         if (r.deadline <= now_ns) {
             r.deadline = UINT64_MAX;
@@ -549,6 +561,14 @@ void Core::arm_timer(Qp& q, uint64_t when)
 }
 
 void Core::port_receive(unsigned port, const Packet& p) { rx_packet(port, p, false); }
+
+void Core::port_tx_ready(unsigned port)
+{
+    (void)port;
+    // Called from the fabric, possibly inside our own transmit: only ask
+    // for a poll(), which resumes the QPs that were held back.
+    next_deadline_ = 0;
+}
 
 void Core::rx_packet(unsigned port, const Packet& p, bool loopback)
 {

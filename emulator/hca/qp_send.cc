@@ -50,8 +50,8 @@ size_t Core::build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, 
 {
     const Port& pt = ports_[rt.port - 1];
     uint8_t* h = p.hdr.data();
-    p.vl = 0;
-    h[0] = 0;  // VL 0, LVer 0
+    p.vl = data_vl(pt, rt.sl);  // IBA 7.6.6: SL to VL by the port's table
+    h[0] = uint8_t(p.vl << 4);  // LVer 0
     h[1] = uint8_t(rt.sl << 4 | (rt.grh ? iba::kLnhIbaGlobal : iba::kLnhIbaLocal));
     wbe16(h + 2, rt.dlid);
     wbe16(h + 4, 0);
@@ -170,6 +170,26 @@ void Core::transmit(unsigned port, Packet& p)
             rx_packet(port, p, true);
     }
     --tx_depth_;
+}
+
+bool Core::tx_room(const Route& rt, uint32_t payload)
+{
+    if (rt.port < 1 || rt.port > num_ports_)
+        return true;
+    Wire* w = wires_[rt.port - 1];
+    const Port& pt = ports_[rt.port - 1];
+    if (!w || is_own_lid(pt, rt.dlid))
+        return true;  // loopback takes no link credits
+    if (arb_pushed_[rt.port - 1] != pt.arb_gen) {
+        // The SM changed VLArbitrationTable or VLHighLimit: the port's
+        // transmitter arbitrates by them from now on.
+        w->set_arbitration(vl_arbitration_from(pt.vlarb, pt.vl_high_limit));
+        arb_pushed_[rt.port - 1] = pt.arb_gen;
+    }
+    // The largest headers a data packet of ours carries: LRH, GRH, BTH,
+    // RETH/AETH and ImmDt, plus the pad.
+    uint32_t bytes = iba::kLrhLen + (rt.grh ? iba::kGrhLen : 0) + iba::kBthLen + 20 + payload + 3;
+    return w->ready(data_vl(pt, rt.sl), bytes);
 }
 
 Packet& Core::tx_packet()
@@ -345,12 +365,13 @@ void Core::sq_progress(Qp& q)
     }
     r.sq_busy = true;
     r.sq_resume = false;
+    r.sq_blocked = false;
     r.budget = kSqBudget;
     do {
         r.sq_again = false;
         sq_pump(q, nullptr);
-        while (r.budget && r.tx_idx == r.out_head && r.sq_pending && r.sq_have_next && q.state == QpState::Rts &&
-               !r.rnr_wait) {
+        while (r.budget && !r.sq_blocked && r.tx_idx == r.out_head && r.sq_pending && r.sq_have_next &&
+               q.state == QpState::Rts && !r.rnr_wait) {
             bool rc = q.service == uint8_t(QpService::Rc);
             if (r.out_head - r.out_tail >= kMaxOutstanding)
                 break;
@@ -390,9 +411,12 @@ void Core::sq_progress(Qp& q)
                 break;
             }
         }
-    } while (r.sq_again && r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd));
+    } while (r.sq_again && r.budget && !r.sq_blocked && (q.state == QpState::Rts || q.state == QpState::Sqd));
     r.sq_busy = false;
-    if (!r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd)) {
+    if (r.sq_blocked && (q.state == QpState::Rts || q.state == QpState::Sqd || q.state == QpState::Sqe)) {
+        // No link credits: poll() goes on once the port's wire says so.
+        r.sq_resume = true;
+    } else if (!r.budget && (q.state == QpState::Rts || q.state == QpState::Sqd)) {
         // Spent: the rest goes from poll(), at once.
         r.sq_resume = true;
         next_deadline_ = std::min(next_deadline_, now());
@@ -669,6 +693,10 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
     uint32_t first_psn = e.first_psn;
 
     if (w.op == wqe::kRdmaRead || w.op == wqe::kAtomicCs || w.op == wqe::kAtomicFa) {
+        if (!tx_room(rt, 28)) {
+            r.sq_blocked = true;
+            return true;
+        }
         Packet& p = tx_packet();
         bool rd = w.op == wqe::kRdmaRead;
         uint8_t opc = rd ? kReadReq : (w.op == wqe::kAtomicCs ? kCmpSwap : kFetchAdd);
@@ -696,6 +724,10 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
     size_t tmpl_len = 0;
     const uint8_t* whole = map_whole_message(w);
     for (uint32_t i = e.sent; i < npkts && r.budget; ++i) {
+        if (!tx_room(rt, mtu)) {
+            r.sq_blocked = true;  // no link credits: held back until tx_ready
+            break;
+        }
         uint32_t psn = (first_psn + i) & iba::kPsnMask;
         bool first = i == 0, last = i + 1 == npkts;
         uint8_t opc;
@@ -720,6 +752,7 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
             // AckReq and PSN.
             h = tmpl_len;
             std::memcpy(p.hdr.data(), tmpl, h);
+            p.vl = uint8_t(tmpl[0] >> 4);
             uint8_t* b = p.hdr.data() + h - iba::kBthLen;
             b[0] = uint8_t(tr | opc);
             b[1] = uint8_t(last && se ? 0x80 : 0);
@@ -777,6 +810,7 @@ void Core::rc_retransmit(Qp& q)
     if (r.out_head == r.out_tail)
         return;
     IBEMU_DEBUG(cfg_.name, "QP 0x%x: retransmitting from PSN 0x%06x", q.qpn, r.out[r.out_tail % kMaxOutstanding].first_psn);
+    ++db_.retransmits;
     // Go back N: every started WQE is sent again from its first packet,
     // by sq_progress and within its budget.
     for (uint32_t i = r.out_tail; i != r.out_head; ++i) {
@@ -794,8 +828,30 @@ void Core::rc_retransmit(Qp& q)
 
 // ---- responder packets -------------------------------------------------------
 
+uint8_t Core::aeth_credits(Qp& q)
+{
+    // End-to-end credits (IBA 9.7.7.2): the receive WQEs the responder has
+    // for new SENDs, as the largest code of the AETH credit encoding not
+    // above that count. A QP on an SRQ advertises none (code 31, invalid).
+    static constexpr uint16_t kCreditCount[31] = {0,    1,    2,    3,    4,     6,     8,     12,    16,   24,   32,
+                                                  48,   64,   96,   128,  192,   256,   384,   512,   768,  1024, 1536,
+                                                  2048, 3072, 4096, 6144, 8192,  12288, 16384, 24576, 32768};
+    if (q.a.srq)
+        return iba::kAethCreditsInvalid;
+    uint32_t head = 0;
+    if (!read_db_record(q.a.usr_page, q.a.rcv_db_index, &head))
+        return 0;
+    uint32_t avail = std::min((head - q.r.rq_tail) & 0xffff, 1u << q.a.rq_log_size);
+    uint8_t code = 0;
+    while (code + 1 < 31 && kCreditCount[code + 1] <= avail)
+        ++code;
+    return code;
+}
+
 void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn)
 {
+    if (syndrome == (iba::kAethAck | iba::kAethCreditsInvalid))
+        syndrome = iba::kAethAck | aeth_credits(q);
     Route rt = route_of(q);
     rt.port = uint8_t(port);
     Packet& p = tx_packet();
@@ -816,7 +872,7 @@ void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, ui
     const Port& pt = ports_[port - 1];
     size_t h = build_headers(p, rt, iba::opc::kAtomicAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen],
                              q.a.remote_qpn, false, psn);
-    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (msn & 0xffffff));
+    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | aeth_credits(q)) << 24 | (msn & 0xffffff));
     wbe64(p.hdr.data() + h + 4, orig);
     h += iba::kAethLen + iba::kAtomicAckLen;
     finish_packet(p, h);
@@ -893,8 +949,9 @@ void Core::resp_progress(Qp& q)
         return;  // the outer call goes on
     r.resp_busy = true;
     r.resp_resume = false;
+    r.resp_blocked = false;
     uint32_t budget = kSqBudget;
-    while (r.resp_head != r.resp_tail && budget) {
+    while (r.resp_head != r.resp_tail && budget && !r.resp_blocked) {
         if (q.state == QpState::Err || q.state == QpState::Rst) {
             r.resp_head = r.resp_tail = 0;
             r.resp_nak = false;
@@ -950,10 +1007,14 @@ void Core::resp_progress(Qp& q)
                 y.mr = m;
                 y.mr_gen = obj_gen_;
             }
+            if (!tx_room(rt, n)) {
+                r.resp_blocked = true;  // no link credits: held back until tx_ready
+                break;
+            }
             Packet& p = tx_packet();
             size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (y.psn + i) & iba::kPsnMask);
             if (first || last) {
-                wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | iba::kAethCreditsInvalid) << 24 | (y.msn & 0xffffff));
+                wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | aeth_credits(q)) << 24 | (y.msn & 0xffffff));
                 h += iba::kAethLen;
             }
             if (n) {
@@ -991,7 +1052,8 @@ void Core::resp_progress(Qp& q)
     r.resp_busy = false;
     if (r.resp_head != r.resp_tail && q.state != QpState::Err && q.state != QpState::Rst) {
         r.resp_resume = true;
-        next_deadline_ = std::min(next_deadline_, now());
+        if (!r.resp_blocked)  // else once the port's wire has credits again
+            next_deadline_ = std::min(next_deadline_, now());
     }
 }
 

@@ -50,7 +50,7 @@ void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t>
         {kMasterSmSl, p.sm_sl},
         {kVlCap, p.vl_cap},
         {kInitType, 0},
-        {kVlHighLimit, 0},
+        {kVlHighLimit, p.vl_high_limit},
         {kVlArbHighCap, 8},
         {kVlArbLowCap, 8},
         {kInitTypeReply, 0},
@@ -165,12 +165,17 @@ uint16_t Sma::smp_get(const NodeIdentity& node, std::span<Port> ports, Port& p, 
     }
     case mad::kAttrSlToVl:
         // All SLs on VL0 until an SM programs the table (IBA 14.2.5.8).
+        // A CA's table is the port's the SMP arrived on.
+        std::copy(p.sl2vl.begin(), p.sl2vl.end(), d.begin());
         return 0;
-    case mad::kAttrVlArb:
-        // Blocks 1..4 (IBA 14.2.5.9); empty tables.
-        if (((mod >> 16) & 0xffff) < 1 || ((mod >> 16) & 0xffff) > 4)
+    case mad::kAttrVlArb: {
+        // Blocks 1..4 (IBA 14.2.5.9), 32 entries of 2 bytes each.
+        uint32_t block = (mod >> 16) & 0xffff;
+        if (block < 1 || block > 4)
             return mad::kStatusInvalidField;
+        std::copy(p.vlarb + (block - 1) * 64, p.vlarb + block * 64, d.begin());
         return 0;
+    }
     default:
         return mad::kStatusUnsupMethodAttr;
     }
@@ -202,6 +207,10 @@ uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, 
             t.neighbor_mtu = n;
         if (uint8_t v = uint8_t(kOperationalVls.get(in)); v >= 1 && v <= t.vl_cap)
             t.operational_vls = v;
+        if (t.vl_high_limit != uint8_t(kVlHighLimit.get(in))) {
+            t.vl_high_limit = uint8_t(kVlHighLimit.get(in));
+            ++t.arb_gen;
+        }
         // Logical state moves only with a trained link (IBA 14.2.5.6).
         auto ns = PortState(kPortState.get(in));
         if (ns == PortState::Down) {
@@ -219,11 +228,24 @@ uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, 
             p.pkeys[block * 32 + i] = get16(in, i * 2);
         return smp_get(node, ports, p, attr, mod, d);
     }
+    case mad::kAttrSlToVl:
+        // The data path maps each packet's SL to its VL with it.
+        std::copy(in.begin(), in.begin() + 8, p.sl2vl.begin());
+        return smp_get(node, ports, p, attr, mod, d);
+    case mad::kAttrVlArb: {
+        uint32_t block = (mod >> 16) & 0xffff;
+        if (block < 1 || block > 4)
+            return mad::kStatusInvalidField;
+        // VLArbLowCap/HighCap: 8 entries of each table; the rest read 0.
+        if (block == 1 || block == 3) {
+            std::copy(in.begin(), in.begin() + 16, p.vlarb + (block - 1) * 64);
+            ++p.arb_gen;
+        }
+        return smp_get(node, ports, p, attr, mod, d);
+    }
     case mad::kAttrNodeInfo:
     case mad::kAttrNodeDesc:
     case mad::kAttrGuidInfo:
-    case mad::kAttrSlToVl:
-    case mad::kAttrVlArb:
         // Accepted and ignored: answer with the current contents.
         return smp_get(node, ports, p, attr, mod, d);
     default:

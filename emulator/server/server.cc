@@ -132,6 +132,15 @@ public:
         ports->raise_catas(syndrome);
         return true;
     }
+    // The HCA's transport counters as the control channel reports them; ""
+    // without an HCA.
+    std::string hca_stats()
+    {
+        MthcaPorts* ports = fn_ && !dead_ ? mthca_ports(*fn_) : nullptr;
+        if (!ports)
+            return "";
+        return "retransmits " + std::to_string(ports->retransmits());
+    }
     uint64_t deadline() const { return deadline_; }
 
     // poll() said readable: take what is there and act on every whole message.
@@ -553,6 +562,11 @@ private:
                 c_.drop("device model threw on a received packet");
             }
         }
+        void tx_ready() override
+        {
+            if (!c_.dead_)
+                inner_.tx_ready();  // only asks the model for a poll()
+        }
         void link_changed(bool up, const LinkParams& params) override
         {
             if (c_.dead_)
@@ -729,6 +743,8 @@ bool Server::setup_fabric(std::string* error)
 //   catas <node> [<syndrome>]   fail the HCA of guest <node> with a
 //                               catastrophic error (syndrome: a 32-bit
 //                               number, decimal or 0x-hex; default 1)
+//   hca <node>                  that HCA's transport counters
+//                               ("ok retransmits N")
 std::string Server::control(std::string_view line)
 {
     std::vector<std::string_view> w;
@@ -759,11 +775,22 @@ std::string Server::control(std::string_view line)
             }
         return "error: no guest '" + node + "' is connected";
     }
+    if (!w.empty() && w[0] == "hca") {
+        if (w.size() != 2)
+            return "error: usage: hca <node>";
+        std::string node(w[1].substr(0, 64));
+        for (auto& c : conns_)
+            if (c->running() && c->node() == w[1]) {
+                std::string s = c->hca_stats();
+                return s.empty() ? "error: " + node + " has no HCA" : "ok " + s;
+            }
+        return "error: no guest '" + node + "' is connected";
+    }
     if (!fabric_)
         return "error: the emulator runs without a fabric";
     std::string reply = fabric_->control(line);
     if (!w.empty() && w[0] == "help")
-        reply += "\n  catas <node> [<syndrome>]";
+        reply += "\n  catas <node> [<syndrome>]\n  hca <node>";
     return reply;
 }
 

@@ -753,6 +753,20 @@ TEST_F(ServerTest, CatasFromTheControlSocketFailsTheGuestsHca)
     EXPECT_NE(control("help").find("catas <node>"), std::string::npos);
 }
 
+// `hca <node>` reports the guest's HCA transport counters (the VM tests'
+// "zero transport retries"); `show drops` the fabric's link losses.
+TEST_F(ServerTest, HcaAndDropCountersFromTheControlSocket)
+{
+    start(nullptr, "b2b");
+    FakeShim a(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(control("hca vm0"), "ok retransmits 0\n");
+    EXPECT_EQ(control("hca"), "error: usage: hca <node>\n");
+    EXPECT_EQ(control("hca nosuch").rfind("error: no guest 'nosuch'", 0), 0u);
+    EXPECT_EQ(control("show drops").rfind("ok drops 0 fault 0 overflow 0", 0), 0u) << control("show drops");
+    EXPECT_NE(control("help").find("hca <node>"), std::string::npos);
+}
+
 TEST_F(ServerTest, BadFabricSpecIsRefusedAtListen)
 {
     ServerOptions o;
