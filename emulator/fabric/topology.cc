@@ -440,6 +440,11 @@ bool builtin_topology(std::string_view spec, Topology* out, std::string* error)
         for (size_t j = i + 1; j < names.size(); ++j)
             if (names[i] == names[j])
                 return fail("name '" + names[i] + "' twice");
+    // star and chain name their switches sw0 (and sw1): no HCA may take
+    // such a name, or find() would give the switch for it.
+    for (const std::string& n : names)
+        if ((kind == "star" || kind == "chain") && (n == "sw0" || (kind == "chain" && n == "sw1")))
+            return fail("name '" + n + "' is a switch's");
 
     Topology t;
     if (kind == "b2b") {

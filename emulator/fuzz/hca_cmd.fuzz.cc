@@ -102,6 +102,8 @@ void write_seeds(const std::string& dir)
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv)
 {
     Log::set_level(LogLevel::Error);
+    // A fresh HcaWorld per input, on RAM recycled from the last one.
+    FakeMemory::set_recycling(true);
     fuzz::maybe_write_seeds(argc, argv, write_seeds);
     return 0;
 }

@@ -142,7 +142,7 @@ void ConfigSpace::write(unsigned off, unsigned size, uint32_t value)
 }
 
 bool ConfigSpace::memory_enabled() const { return get16(cfg_ + kCfgCommand) & kCmdMemory; }
-bool ConfigSpace::bus_master() const { return get16(cfg_ + kCfgCommand) & kCmdMaster; }
+static_assert(kCfgCommand == 0x04 && kCmdMaster == 1u << 2, "ConfigSpace::bus_master() reads this bit");
 bool ConfigSpace::intx_disabled() const { return get16(cfg_ + kCfgCommand) & kCmdIntxDisable; }
 bool ConfigSpace::msix_enabled() const { return get16(cfg_ + kMsixCapOffset + 2) & kMsixCtlEnable; }
 bool ConfigSpace::msix_masked() const { return get16(cfg_ + kMsixCapOffset + 2) & kMsixCtlMask; }

@@ -49,7 +49,9 @@ public:
 
     const PciIdentity& identity() const { return ident_; }
     bool memory_enabled() const;
-    bool bus_master() const;
+    // Inline: the DMA gate asks on every access (every packet placed).
+    // Command register (0x04, little-endian) bit 2.
+    bool bus_master() const { return cfg_[0x04] & (1u << 2); }
     bool intx_disabled() const;
     bool msix_enabled() const;
     bool msix_masked() const;

@@ -51,8 +51,9 @@ TCq Node::make_cq(uint32_t n)
     cq.n = n;
     EXPECT_EQ(d.table_get(d.lay.cqc_base, cq.cqn, d.lim.cqc_sz), Status::Ok);
     cq.buf = alloc(uint64_t(n) * 32);
+    uint8_t* cqe = mem().at(cq.buf);
     for (uint32_t i = 0; i < n; ++i)
-        mem().at(cq.buf + i * 32)[31] = 0x80;
+        cqe[i * 32 + 31] = 0x80;
     cq.lkey = d.alloc_mr(cq.buf, uint64_t(n) * 32, d.driver_pd, nullptr, kAccLocalWrite | kAccLocalRead, 0);
     cq.ci_db = next_db++;
     cq.arm_db = next_db++;

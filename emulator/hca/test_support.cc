@@ -2,9 +2,23 @@
 #include "hca/test_support.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 namespace ibemu::mthca::test {
 namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// FakeMemory recycling: RAM kept for the next FakeMemory of its size, all
+// zero. A few per size (a fuzz target's world has two).
+bool g_recycling = false;
+std::map<size_t, std::vector<std::vector<uint8_t>>>& ram_pool()
+{
+    static std::map<size_t, std::vector<std::vector<uint8_t>>> pool;
+    return pool;
+}
+constexpr size_t kPoolPerSize = 4;
 
 constexpr uint64_t kChunk = 1u << 18;  // MTHCA_TABLE_CHUNK_SIZE
 
@@ -17,6 +31,85 @@ unsigned log2_of(uint64_t v)
 }
 
 }  // namespace
+
+FakeMemory::FakeMemory(size_t size, uint64_t base) : base_(base), recycled_(g_recycling)
+{
+    if (recycled_) {
+        auto& free = ram_pool()[size];
+        if (!free.empty()) {
+            ram_ = std::move(free.back());
+            free.pop_back();
+        }
+        dirty_.assign((size / kPage + 64) / 64, 0);
+    }
+    if (ram_.size() != size)
+        ram_.assign(size, 0);
+}
+
+FakeMemory::~FakeMemory()
+{
+    if (!recycled_ || !g_recycling)
+        return;
+    auto& free = ram_pool()[ram_.size()];
+    if (free.size() >= kPoolPerSize)
+        return;
+    // Back to all zeros: what the allocator handed out, and every page
+    // written some other way.
+    std::memset(ram_.data(), 0, std::min<uint64_t>(high_, ram_.size()));
+    uint64_t first = high_ / kPage;
+    for (uint64_t w = first / 64; w < dirty_.size(); ++w) {
+        for (uint64_t bits = dirty_[w]; bits; bits &= bits - 1) {
+            uint64_t pg = w * 64 + uint64_t(__builtin_ctzll(bits));
+            uint64_t off = pg * kPage;
+            if (off < ram_.size())
+                std::memset(ram_.data() + off, 0, std::min<uint64_t>(kPage, ram_.size() - off));
+        }
+    }
+    free.push_back(std::move(ram_));
+}
+
+void FakeMemory::set_recycling(bool on)
+{
+    g_recycling = on;
+    if (!on)
+        ram_pool().clear();
+}
+
+void FakeMemory::mark_dirty(uint64_t off, size_t len)
+{
+    if (len == 0)
+        return;
+    uint64_t last = (off + len - 1) / kPage;
+    for (uint64_t pg = off / kPage; pg <= last; ++pg)
+        dirty_[pg / 64] |= uint64_t(1) << (pg % 64);
+}
+
+uint64_t FakeMemory::alloc(uint64_t len, uint64_t align)
+{
+    uint64_t start = (next_ + align - 1) & ~(align - 1);
+    if (start < next_ || start > ram_.size() || len > ram_.size() - start)
+        throw Exhausted("FakeMemory exhausted: " + std::to_string(len) + " bytes aligned to " +
+                        std::to_string(align) + " at offset " + std::to_string(next_) + " of " +
+                        std::to_string(ram_.size()));
+    uint64_t end = start + len;
+    if (!recycled_) {
+        std::memset(ram_.data() + start, 0, len);
+    } else {
+        // Recycled RAM is zero except below the high-water mark and in the
+        // pages marked dirty.
+        if (start < high_)
+            std::memset(ram_.data() + start, 0, std::min(end, high_) - start);
+        for (uint64_t pg = std::max(start, high_) / kPage; pg * kPage < end; ++pg) {
+            if (dirty_[pg / 64] & (uint64_t(1) << (pg % 64))) {
+                uint64_t lo = std::max(pg * kPage, std::max(start, high_));
+                std::memset(ram_.data() + lo, 0, std::min(end, (pg + 1) * kPage) - lo);
+            }
+        }
+    }
+    next_ = end;
+    high_ = std::max(high_, next_);
+    return base_ + start;
+}
 
 Status DriverSim::table_get(uint64_t base, uint64_t obj, unsigned obj_size)
 {
@@ -88,8 +181,9 @@ void DriverSim::create_eq(SimEq& eq, uint32_t eqn, uint32_t nent, uint8_t intr)
     eq.nent = nent;
     eq.intr = intr;
     eq.buf = mem().alloc(uint64_t(nent) * 32);
+    uint8_t* ent = mem().at(eq.buf);
     for (uint32_t i = 0; i < nent; ++i)
-        mem().at(eq.buf + i * 32)[31] = 0x80;  // all entries HW owned
+        ent[i * 32 + 31] = 0x80;  // all entries HW owned
     eq.lkey = alloc_mr(eq.buf, uint64_t(nent) * 32, driver_pd, &eq.mpt);
     std::memset(in().data(), 0, 64);
     put32(in(), 0x00, (1u << 24) | (1u << 8) | (1u << 18) | (8u << 8));  // HW owner, armed, TR, Arbel
@@ -258,7 +352,7 @@ void DriverSim::bring_up(bool msi_x)
         dev_->config_write(kMsixCapOffset + 2, 2, 0x8000);
     eqs_.resize(3);
     uint8_t pin = kIntaPin;
-    create_eq(eqs_[0], lim.rsvd_eqs + 0, 1u << 17, msi_x ? 128 : pin);
+    create_eq(eqs_[0], lim.rsvd_eqs + 0, comp_eq_entries, msi_x ? 128 : pin);
     create_eq(eqs_[1], lim.rsvd_eqs + 1, 256, msi_x ? 129 : pin);
     create_eq(eqs_[2], lim.rsvd_eqs + 2, 256, msi_x ? 130 : pin);
     // MTHCA_ASYNC_EVENT_MASK | MTHCA_SRQ_EVENT_MASK (mthca_eq.c).

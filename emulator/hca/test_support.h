@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "hca/core.h"
@@ -24,9 +25,22 @@
 namespace ibemu::mthca::test {
 
 // Guest RAM at guest-physical [base, base + size).
+//
+// Recycling (FakeMemory::set_recycling, for the fuzz targets, which build a
+// fresh model for every input): the RAM of a destroyed FakeMemory is kept
+// for the next one of the same size instead of being freed, with every
+// page that was written zeroed again, so building one costs neither an
+// allocation nor a page fault. "Written" means: below the allocator's
+// high-water mark, through write() or map_range(), or the page of an at()
+// pointer (a harness writing through at() beyond one page must stay inside
+// memory it allocated).
 class FakeMemory : public GuestMemory {
 public:
-    explicit FakeMemory(size_t size, uint64_t base = 0x100000) : base_(base), ram_(size) {}
+    explicit FakeMemory(size_t size, uint64_t base = 0x100000);
+    ~FakeMemory() override;
+    FakeMemory(const FakeMemory&) = delete;
+    FakeMemory& operator=(const FakeMemory&) = delete;
+
     bool read(uint64_t gpa, void* dst, size_t len) override
     {
         if (!contains(gpa, len))
@@ -38,12 +52,18 @@ public:
     {
         if (!contains(gpa, len))
             return false;
+        if (recycled_)
+            mark_dirty(gpa - base_, len);
         std::memcpy(ram_.data() + (gpa - base_), src, len);
         return true;
     }
     uint8_t* map_range(uint64_t gpa, size_t len) override
     {
-        return mappable_ && contains(gpa, len) ? ram_.data() + (gpa - base_) : nullptr;
+        if (!mappable_ || !contains(gpa, len))
+            return nullptr;
+        if (recycled_)
+            mark_dirty(gpa - base_, len);
+        return ram_.data() + (gpa - base_);
     }
     // Off: the model must fall back to read/write (like a GuestMemory
     // without zero-copy support).
@@ -52,29 +72,43 @@ public:
     {
         return gpa >= base_ && gpa - base_ <= ram_.size() && len <= ram_.size() - (gpa - base_);
     }
-    uint8_t* at(uint64_t gpa) { return ram_.data() + (gpa - base_); }
+    uint8_t* at(uint64_t gpa)
+    {
+        if (recycled_ && gpa - base_ >= high_ && contains(gpa, 1))
+            mark_dirty(gpa - base_, 1);
+        return ram_.data() + (gpa - base_);
+    }
     uint64_t base() const { return base_; }
     uint64_t mark() const { return next_; }
     void rewind(uint64_t mark) { next_ = mark; }
     size_t size() const { return ram_.size(); }
 
-    // Page allocator for the simulated driver: aligned to `align`.
-    uint64_t alloc(uint64_t len, uint64_t align = 4096)
-    {
-        next_ = (next_ + align - 1) & ~(align - 1);
-        uint64_t a = base_ + next_;
-        next_ += len;
-        if (next_ > ram_.size())
-            ADD_FAILURE() << "FakeMemory exhausted";
-        std::memset(at(a), 0, len);
-        return a;
-    }
+    // What alloc() throws when the RAM cannot hold the request: a test
+    // that gave its FakeMemory too little RAM fails (GoogleTest reports the
+    // exception) instead of writing past the end.
+    struct Exhausted : std::length_error {
+        using std::length_error::length_error;
+    };
+
+    // Page allocator for the simulated driver: aligned to `align` (a power
+    // of two), the pages zeroed. Throws Exhausted, allocating nothing, when
+    // [aligned start, + len) does not fit.
+    uint64_t alloc(uint64_t len, uint64_t align = 4096);
+
+    // See the class comment. Off by default; affects FakeMemory objects
+    // created (and destroyed) while it is on.
+    static void set_recycling(bool on);
 
 private:
+    void mark_dirty(uint64_t off, size_t len);
+
     uint64_t base_;
     std::vector<uint8_t> ram_;
     uint64_t next_ = 0;
+    uint64_t high_ = 0;             // highest next_ so far
     bool mappable_ = true;
+    bool recycled_ = false;         // created while recycling was on
+    std::vector<uint64_t> dirty_;   // one bit per 4 KiB page, with recycled_
 };
 
 class RecordingIrq : public InterruptSink {
@@ -285,6 +319,10 @@ public:
 
     DevLim lim{};
     HcaLayout lay{};
+    // Entries of the completion EQ bring_up() creates: ib_mthca's size for
+    // the default profile (65536 CQs plus spares, rounded up), 4 MiB of
+    // RAM. A harness that builds many HCAs (the fuzz targets) may set less.
+    uint32_t comp_eq_entries = 1u << 17;
     uint64_t fw_ver = 0;
     uint64_t icm_size = 0;
     uint32_t mpt_next = 0, mtt_next_seg = 0;
