@@ -7,7 +7,18 @@ mthca::NodeIdentity stub_identity(const fabric::TopoNode& t)
 {
     mthca::NodeIdentity id;
     id.node_guid = t.guid;
-    id.sys_image_guid = t.sys_image_guid ? t.sys_image_guid : t.guid;
+    if (!id.node_guid) {
+        // Built-in topologies match guests by name and leave GUIDs 0; an SM
+        // needs them unique: derive one from the id (Mellanox OUI, FNV-1a),
+        // with room below for the port GUIDs.
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (unsigned char c : t.id) {
+            h ^= c;
+            h *= 0x100000001b3ull;
+        }
+        id.node_guid = (0x0002c9ull << 40) | (h & 0xfffffffff0ull);
+    }
+    id.sys_image_guid = t.sys_image_guid ? t.sys_image_guid : id.node_guid;
     id.vendor_id = t.vendor_id;
     id.device_id = uint16_t(t.device_id ? t.device_id : 0x6282);  // MT25208 mem-free
     id.revision = 0xa0;
