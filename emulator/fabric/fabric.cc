@@ -7,9 +7,9 @@
 
 namespace ibemu::fabric {
 
-Wire& HcaPort::attach(PortEndpoint* ep)
+Wire& HcaPort::attach(PortEndpoint* ep, bool reentrant)
 {
-    link_->attach(side_, ep, /*reentrant=*/false);
+    link_->attach(side_, ep, reentrant);
     return link_->wire(side_);
 }
 

@@ -464,7 +464,7 @@ TEST(FatTree, HasTheShapeAsked)
     auto l12 = *t.find("leaf12");
     EXPECT_EQ(degree[l12], 8u + 4u);
     // The default radix for 1000 CAs is the smallest that fits: 46
-    // (46^2/2 = 1058), 22 spines, 44 leaves.
+    // (46^2/2 = 1058), 23 spines, 44 leaves.
     ASSERT_TRUE(fattree_topology(1000, 0, &t, &err)) << err;
     EXPECT_EQ(t.nodes.size(), 1000u + 23u + 44u);
     EXPECT_EQ(t.nodes[0].num_ports, 46u);

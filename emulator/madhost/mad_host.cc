@@ -436,7 +436,10 @@ void MadHost::timed_out(Pending* raw)
         --p.retries_left;
         ++hc_.retries;
         sched_.arm(&p, sched_.now() + uint64_t(p.timeout_ms) * 1000000ull);
-        route(p.mad, p.to);
+        // The answer may come back inside route() and free p: copies.
+        Mad m = p.mad;
+        Addr to = p.to;
+        route(m, to);
         return;
     }
     ++hc_.timeouts;

@@ -12,6 +12,9 @@
 // subnet manager sweeps the whole fabric. A guest that connects later takes
 // the port over (HcaPort::attach replaces the endpoint).
 //
+// Reentrant: receive() may run inside the stub's own transmit() (its answer
+// to something it sent); nothing is kept across calls.
+//
 // Not modelled: traps (the SMA's bad M_Key violation drops the SMP and counts
 // it, without trap 256), SA or CM agents, data traffic (counted, dropped).
 #pragma once

@@ -83,7 +83,9 @@ bool StubFarm::release(fabric::HcaPort* hp)
     if (!ca || hp->port() < 1 || hp->port() > ca->num_ports())
         return false;
     ca->set_wire(hp->port(), &hp->wire());
-    hp->attach(&ca->endpoint(hp->port()));
+    // Stubs keep no state across a receive(): an answer that comes back
+    // while they transmit is taken at once, not deferred to run_due().
+    hp->attach(&ca->endpoint(hp->port()), /*reentrant=*/true);
     return true;
 }
 
