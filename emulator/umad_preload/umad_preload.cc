@@ -203,7 +203,6 @@ void cleanup()
     if (g_root.empty())
         return;
     // Remove the tree we made (only files and directories we wrote).
-    std::string cmd;
     for (const char* d : {"/sys/class/infiniband/ibemu0/ports/1/gids", "/sys/class/infiniband/ibemu0/ports/1/pkeys",
                           "/sys/class/infiniband/ibemu0/ports/1", "/sys/class/infiniband/ibemu0/ports",
                           "/sys/class/infiniband/ibemu0", "/sys/class/infiniband_mad/umad0",
