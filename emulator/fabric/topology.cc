@@ -558,8 +558,10 @@ bool fattree_topology(unsigned cas, unsigned radix, Topology* out, std::string* 
             *error = "fattree: " + what;
         return false;
     };
-    if (cas == 0 || cas > 16384)
-        return fail("CA count must be 1..16384");
+    // Bounded so that a shorthand from a hostile or mistyped option stays
+    // cheap to build and to look names up in (find() is linear).
+    if (cas == 0 || cas > 4096)
+        return fail("CA count must be 1..4096");
     if (radix == 0) {
         radix = 8;
         while (radix * radix / 2 < cas)

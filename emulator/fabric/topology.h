@@ -88,7 +88,7 @@ std::string format_ibnetdiscover(const Topology& t);
 // every leaf is cabled to spine s, port j+1 of which goes back to leaf j.
 // radix 0 picks the smallest even radix >= 8 that fits (radix^2/2 >= cas).
 // Every node has a GUID. False with *error when it cannot be built
-// (cas 0 or over 16384, radix odd, under 4 or over 254, too few for cas).
+// (cas 0 or over 4096, radix odd, under 4 or over 254, too few for cas).
 bool fattree_topology(unsigned cas, unsigned radix, Topology* out, std::string* error);
 
 // Built-in shorthands:

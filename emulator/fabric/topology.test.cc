@@ -470,6 +470,9 @@ TEST(FatTree, HasTheShapeAsked)
     EXPECT_EQ(t.nodes[0].num_ports, 46u);
     EXPECT_FALSE(fattree_topology(1000, 8, &t, &err));
     EXPECT_FALSE(fattree_topology(0, 0, &t, &err));
+    EXPECT_FALSE(fattree_topology(4097, 0, &t, &err));
+    EXPECT_FALSE(builtin_topology("fattree:99999999999", &t, &err));
+    EXPECT_FALSE(builtin_topology("fattree:10,x", &t, &err));
     EXPECT_FALSE(fattree_topology(10, 7, &t, &err));
 }
 
