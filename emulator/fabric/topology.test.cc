@@ -491,7 +491,9 @@ TEST(FatTree, RoundTripsThroughIbnetdiscoverTextAndBuilds)
         EXPECT_EQ(back.nodes[i].num_ports, t.nodes[i].num_ports);
     }
     VirtualClock clock;
-    Fabric fab(clock);
+    FabricOptions small;
+    small.link.slots = 4;  // 88 links: keep the eager per-link buffers small
+    Fabric fab(clock, small);
     ASSERT_TRUE(fab.build_from("fattree:40", &err)) << err;
     EXPECT_EQ(fab.hca_ports().size(), 40u);
     EXPECT_NE(fab.find_switch("spine0"), nullptr);
