@@ -114,6 +114,21 @@ uint64_t Scheduler::next_deadline() const
     return d;
 }
 
+unsigned Scheduler::run_armed_due()
+{
+    uint64_t now = clock_.now_ns();
+    unsigned fired = 0;
+    uint64_t limit = heap_.next_seq();
+    while (HeapNode* n = heap_.top()) {
+        if (n->deadline > now || n->seq >= limit)
+            break;
+        heap_.cancel(n);
+        static_cast<TimedSource::Node*>(n)->source->fire(now);
+        ++fired;
+    }
+    return fired;
+}
+
 unsigned Scheduler::run_due()
 {
     uint64_t now = clock_.now_ns();

@@ -127,6 +127,12 @@ public:
     bool armed(const TimedSource* s) const { return s->timer_.armed(); }
 
     uint64_t next_deadline() const;
+    // The armed sources alone: no scan of the polled ones. For an owner
+    // that knows its polled sources cannot have work (ibemu-fabric: every
+    // endpoint reentrant, zero latency, so links never defer) and scans them
+    // only now and then.
+    uint64_t next_armed_deadline() const { return heap_.next(); }
+    unsigned run_armed_due();
     // Fires every source due now, once each. Returns how many fired. A
     // caller that wants everything due to settle calls it until it returns 0
     // (settle() does that, with a bound so a forwarding loop cannot hang).

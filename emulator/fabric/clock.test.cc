@@ -162,5 +162,39 @@ TEST(Scheduler, ArmedSourcesFireInDeadlineThenArmOrder)
     EXPECT_EQ(sched.next_deadline(), kNever);
 }
 
+struct Polled : TimedSource {
+    uint64_t due = kNever;
+    unsigned fired = 0;
+    uint64_t next_deadline() const override { return due; }
+    void fire(uint64_t) override
+    {
+        ++fired;
+        due = kNever;
+    }
+};
+
+TEST(Scheduler, TheArmedPathLeavesPolledSourcesAlone)
+{
+    VirtualClock clock;
+    Scheduler sched(clock);
+    Polled p;
+    p.due = 5;
+    sched.add(&p);
+    std::vector<std::pair<int, uint64_t>> log;
+    Recorder r;
+    r.sched = &sched;
+    r.log = &log;
+    sched.arm(&r, 5);
+    clock.set(10);
+    EXPECT_EQ(sched.next_armed_deadline(), 5u);
+    EXPECT_EQ(sched.run_armed_due(), 1u);
+    EXPECT_EQ(p.fired, 0u);
+    EXPECT_EQ(sched.next_armed_deadline(), kNever);
+    EXPECT_EQ(sched.next_deadline(), 5u);  // the polled one still waits
+    EXPECT_EQ(sched.run_due(), 1u);
+    EXPECT_EQ(p.fired, 1u);
+    sched.remove(&p);
+}
+
 }  // namespace
 }  // namespace ibemu::fabric

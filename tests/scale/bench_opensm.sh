@@ -63,6 +63,14 @@ ours=()
 for _ in $(seq "$runs"); do
 	ours+=("$(one_run IBEMU_UMAD_SOCKET="$dir/umad.sock" LD_PRELOAD="$lib")")
 done
+# The 1000-CA case must also be right: every cabled port ACTIVE, every node
+# discovered (as scale_opensm_fattree100 checks at 100).
+run_ours() { IBEMU_UMAD_SOCKET="$dir/umad.sock" LD_PRELOAD="$lib" timeout 120 "$@"; }
+run_ours iblinkinfo 2>/dev/null | grep '==(' | grep -v '\[  \] "" (' >"$dir/ends.txt"
+nodes=$(grep -c '^Ca\|^Switch' "$dir/fattree.topo")
+found=$(run_ours ibnetdiscover 2>/dev/null | grep -c '^Ca\|^Switch')
+echo "bench: ibemu: $(grep -c 'Active/  LinkUp' "$dir/ends.txt") of $(wc -l <"$dir/ends.txt") link ends Active/LinkUp, ibnetdiscover found $found of $nodes nodes"
+[ "$found" -eq "$nodes" ] && ! grep -qv 'Active/  LinkUp' "$dir/ends.txt" || { echo "bench: FAIL: not every port ACTIVE or node found"; exit 1; }
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null
 
 # ibsim, same file; umad2sim attaches at SIM_HOST.
