@@ -14,6 +14,86 @@ uint64_t MonotonicClock::now_ns() const
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+void DeadlineHeap::up(size_t i)
+{
+    HeapNode* n = heap_[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!before(n, heap_[parent]))
+            break;
+        place(i, heap_[parent]);
+        i = parent;
+    }
+    place(i, n);
+}
+
+void DeadlineHeap::down(size_t i)
+{
+    HeapNode* n = heap_[i];
+    size_t size = heap_.size();
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= size)
+            break;
+        if (c + 1 < size && before(heap_[c + 1], heap_[c]))
+            ++c;
+        if (!before(heap_[c], n))
+            break;
+        place(i, heap_[c]);
+        i = c;
+    }
+    place(i, n);
+}
+
+void DeadlineHeap::arm(HeapNode* n, uint64_t deadline)
+{
+    n->deadline = deadline;
+    n->seq = seq_++;
+    if (!n->armed()) {
+        heap_.push_back(n);
+        n->pos = heap_.size() - 1;
+        up(n->pos);
+        return;
+    }
+    // Moved: it may go either way.
+    size_t i = n->pos;
+    up(i);
+    down(n->pos);
+}
+
+void DeadlineHeap::cancel(HeapNode* n)
+{
+    if (!n->armed() || n->pos >= heap_.size() || heap_[n->pos] != n)
+        return;
+    size_t i = n->pos;
+    HeapNode* last = heap_.back();
+    heap_.pop_back();
+    n->pos = HeapNode::kNotArmed;
+    if (last == n)
+        return;
+    place(i, last);
+    up(i);
+    down(last->pos);
+}
+
+HeapNode* DeadlineHeap::pop_due(uint64_t now)
+{
+    if (heap_.empty() || heap_[0]->deadline > now)
+        return nullptr;
+    HeapNode* n = heap_[0];
+    cancel(n);
+    return n;
+}
+
+void Scheduler::arm(TimedSource* s, uint64_t deadline)
+{
+    s->timer_.source = s;
+    if (deadline == kNever)
+        heap_.cancel(&s->timer_);
+    else
+        heap_.arm(&s->timer_, deadline);
+}
+
 void Scheduler::add(TimedSource* s)
 {
     if (std::find(sources_.begin(), sources_.end(), s) == sources_.end())
@@ -22,21 +102,48 @@ void Scheduler::add(TimedSource* s)
 
 void Scheduler::remove(TimedSource* s)
 {
+    heap_.cancel(&s->timer_);
     sources_.erase(std::remove(sources_.begin(), sources_.end(), s), sources_.end());
 }
 
 uint64_t Scheduler::next_deadline() const
 {
-    uint64_t d = kNever;
+    uint64_t d = heap_.next();
     for (const TimedSource* s : sources_)
         d = std::min(d, s->next_deadline());
     return d;
+}
+
+unsigned Scheduler::run_armed_due()
+{
+    uint64_t now = clock_.now_ns();
+    unsigned fired = 0;
+    uint64_t limit = heap_.next_seq();
+    while (HeapNode* n = heap_.top()) {
+        if (n->deadline > now || n->seq >= limit)
+            break;
+        heap_.cancel(n);
+        static_cast<TimedSource::Node*>(n)->source->fire(now);
+        ++fired;
+    }
+    return fired;
 }
 
 unsigned Scheduler::run_due()
 {
     uint64_t now = clock_.now_ns();
     unsigned fired = 0;
+    // Armed sources due now, earliest first (ties in arm order). One armed
+    // during this round (re-armed by its own fire(), say) waits for the
+    // next round, so a source re-arming for `now` cannot spin here.
+    uint64_t limit = heap_.next_seq();
+    while (HeapNode* n = heap_.top()) {
+        if (n->deadline > now || n->seq >= limit)
+            break;
+        heap_.cancel(n);
+        static_cast<TimedSource::Node*>(n)->source->fire(now);
+        ++fired;
+    }
     // Index loop: a source may be added while firing.
     for (size_t i = 0; i < sources_.size(); ++i) {
         if (sources_[i]->next_deadline() <= now) {

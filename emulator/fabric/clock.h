@@ -12,6 +12,7 @@
 // deferring a packet costs no allocation.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +41,54 @@ public:
     uint64_t now_ns() const override;
 };
 
+// An entry of a DeadlineHeap; embed one per timer. Not copyable while
+// armed (the heap points at it).
+struct HeapNode {
+    static constexpr size_t kNotArmed = SIZE_MAX;
+    uint64_t deadline = UINT64_MAX;
+    uint64_t seq = 0;            // arm order: ties fire first-armed first
+    size_t pos = kNotArmed;      // index in the heap, kNotArmed when not armed
+    bool armed() const { return pos != kNotArmed; }
+};
+
+// A binary min-heap of timers by (deadline, arm order): arm (insert or
+// move), cancel and pop are O(log n), the earliest deadline O(1). The order
+// is total, so equal deadlines fire in the order they were armed: runs are
+// deterministic. Nodes are intrusive: the heap owns no memory per timer
+// beyond one pointer.
+class DeadlineHeap {
+public:
+    // Arms n for `deadline` (re-arming moves it; it then counts as armed
+    // last among equal deadlines).
+    void arm(HeapNode* n, uint64_t deadline);
+    void cancel(HeapNode* n);
+    // The earliest deadline, or kNever-like UINT64_MAX when empty.
+    uint64_t next() const { return heap_.empty() ? UINT64_MAX : heap_[0]->deadline; }
+    HeapNode* top() const { return heap_.empty() ? nullptr : heap_[0]; }
+    // Removes and returns the earliest node due at `now`, or nullptr.
+    HeapNode* pop_due(uint64_t now);
+    size_t size() const { return heap_.size(); }
+    bool empty() const { return heap_.empty(); }
+    // The arm-order number the next arm() gets.
+    uint64_t next_seq() const { return seq_; }
+
+private:
+    static bool before(const HeapNode* a, const HeapNode* b)
+    {
+        return a->deadline != b->deadline ? a->deadline < b->deadline : a->seq < b->seq;
+    }
+    void place(size_t i, HeapNode* n)
+    {
+        heap_[i] = n;
+        n->pos = i;
+    }
+    void up(size_t i);
+    void down(size_t i);
+
+    std::vector<HeapNode*> heap_;
+    uint64_t seq_ = 0;
+};
+
 class TimedSource {
 public:
     virtual ~TimedSource() = default;
@@ -48,6 +97,13 @@ public:
     // Do what is due at `now`. Work that becomes due during the call (a
     // packet deferred at `now`) may be left for the next call.
     virtual void fire(uint64_t now) = 0;
+
+private:
+    friend class Scheduler;
+    struct Node : HeapNode {
+        TimedSource* source = nullptr;
+    };
+    Node timer_;  // when armed with Scheduler::arm()
 };
 
 class Scheduler {
@@ -57,10 +113,26 @@ public:
     Clock& clock() { return clock_; }
     uint64_t now() const { return clock_.now_ns(); }
 
+    // Two kinds of sources. Polled ones (add()) are asked for
+    // next_deadline() on every round: fine for a few. Armed ones say when
+    // they are due (arm(), again after every change, kNever to disarm) and
+    // sit in a DeadlineHeap: O(log n) per change and nothing per round, for
+    // the many timers of a large fabric. An armed source is fired once
+    // when due, then disarmed: fire() re-arms it if it has more to do; its
+    // next_deadline() is not consulted.
     void add(TimedSource* s);
-    void remove(TimedSource* s);
+    void remove(TimedSource* s);  // also disarms
+    void arm(TimedSource* s, uint64_t deadline);
+    void disarm(TimedSource* s) { heap_.cancel(&s->timer_); }
+    bool armed(const TimedSource* s) const { return s->timer_.armed(); }
 
     uint64_t next_deadline() const;
+    // The armed sources alone: no scan of the polled ones. For an owner
+    // that knows its polled sources cannot have work (ibemu-fabric: every
+    // endpoint reentrant, zero latency, so links never defer) and scans them
+    // only now and then.
+    uint64_t next_armed_deadline() const { return heap_.next(); }
+    unsigned run_armed_due();
     // Fires every source due now, once each. Returns how many fired. A
     // caller that wants everything due to settle calls it until it returns 0
     // (settle() does that, with a bound so a forwarding loop cannot hang).
@@ -88,6 +160,7 @@ public:
 private:
     Clock& clock_;
     std::vector<TimedSource*> sources_;
+    DeadlineHeap heap_;
 };
 
 }  // namespace ibemu::fabric

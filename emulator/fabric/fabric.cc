@@ -7,9 +7,9 @@
 
 namespace ibemu::fabric {
 
-Wire& HcaPort::attach(PortEndpoint* ep)
+Wire& HcaPort::attach(PortEndpoint* ep, bool reentrant)
 {
-    link_->attach(side_, ep, /*reentrant=*/false);
+    link_->attach(side_, ep, reentrant);
     return link_->wire(side_);
 }
 
@@ -116,7 +116,7 @@ bool Fabric::build_file(const std::string& path, std::string* error)
 bool Fabric::build_from(std::string_view arg, std::string* error)
 {
     std::string_view kind = arg.substr(0, arg.find(':'));
-    if (kind == "b2b" || kind == "star" || kind == "chain")
+    if (kind == "b2b" || kind == "star" || kind == "chain" || kind == "fattree")
         return build_spec(arg, error);
     return build_file(std::string(arg), error);
 }

@@ -66,7 +66,10 @@ public:
     // Joins the HCA's port; returns wire(). Replaces a previous endpoint
     // (which sees its link go down). The link comes up (link_changed on
     // both ends) once both ends are attached and it is administratively up.
-    Wire& attach(PortEndpoint* ep);
+    // An HCA model is attached non-reentrant (the default); an endpoint
+    // that may take receive() from inside its own transmit() (a stub CA)
+    // says `reentrant`, and its answers then travel without a deferral.
+    Wire& attach(PortEndpoint* ep, bool reentrant = false);
     void detach();
 
 private:

@@ -140,7 +140,12 @@ std::optional<unsigned> Topology::find(std::string_view key) const
     return std::nullopt;
 }
 
-bool parse_topology(std::string_view text, Topology* out, std::string* error)
+namespace {
+
+// The two dialects share everything but the node ids: ibnetdiscover's carry
+// the GUID ("S-<hex>"), ibsim's are any unique string, with the GUID from a
+// preceding switchguid=/caguid= line or else derived from the id.
+bool parse_any(std::string_view text, Topology* out, std::string* error, bool ibsim)
 {
     Topology t;
     std::vector<PendingPort> ports;
@@ -149,9 +154,10 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
     // see that the optional is engaged where it is read.
     constexpr unsigned kNoNode = ~0u;
     unsigned cur = kNoNode;
+    std::set<std::string, std::less<>> seen_ids;
     // Attributes for the next node line.
     uint32_t vendid = 0x0002c9, devid = 0;
-    uint64_t sysimg = 0;
+    uint64_t sysimg = 0, node_guid = 0;
     unsigned lineno = 0;
     auto fail = [&](const std::string& what) {
         if (error)
@@ -173,6 +179,10 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
             continue;
         if (line.size() > 4096)
             return fail("line too long");
+        if (ibsim && (line.substr(0, 8) == "include " || line.substr(0, 8) == "include\t"))
+            return fail("include is not supported");
+        if (ibsim && (line.substr(0, 3) == "do " || line.substr(0, 3) == "do\t"))
+            continue;  // an ibsim console command: not ours to run
 
         size_t eq = line.find('=');
         if (eq != std::string_view::npos && line.front() != '[' && line.find('"') == std::string_view::npos) {
@@ -191,7 +201,7 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
             else if (key == "sysimgguid")
                 sysimg = v;
             else if (key == "switchguid" || key == "caguid" || key == "routerguid")
-                ;  // the node line's id carries the GUID as well
+                node_guid = v;  // ibnetdiscover's node id carries it as well
             else
                 return fail("unknown attribute '" + std::string(key) + "'");
             continue;
@@ -227,6 +237,24 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
             if (!skip_paren(s))
                 return fail("bad peer port GUID");
             s = trim(s);
+            // ibsim: "w=1|4|8|12" width and "s=1|2|4" speed after the peer.
+            while (ibsim && s.size() >= 2 && (s[0] == 'w' || s[0] == 's') && s[1] == '=') {
+                size_t end = s.find_first_of(" \t");
+                unsigned v = 0;
+                if (!parse_uint(s.substr(2, end == std::string_view::npos ? end : end - 2), &v))
+                    return fail("bad " + std::string(s.substr(0, 2)));
+                if (s[0] == 'w') {
+                    static const uint8_t kWidth[13] = {0, 1, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 8};
+                    if (v > 12 || !kWidth[v])
+                        return fail("bad width w=" + std::to_string(v));
+                    pp.width = kWidth[v];
+                } else {
+                    if (v != 1 && v != 2 && v != 4)
+                        return fail("bad speed s=" + std::to_string(v));
+                    pp.speed = uint8_t(v);
+                }
+                s = trim(end == std::string_view::npos ? std::string_view() : s.substr(end));
+            }
             if (!s.empty() && s.front() != '#')
                 return fail("unexpected text after the peer");
             parse_rate(s, &pp.width, &pp.speed);
@@ -244,7 +272,7 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
         TopoNode n;
         if (kind == "Switch")
             n.kind = TopoNode::Kind::Switch;
-        else if (kind == "Ca")
+        else if (kind == "Ca" || (ibsim && kind == "Hca"))
             n.kind = TopoNode::Kind::Ca;
         else if (kind == "Rt")
             return fail("routers are not supported");
@@ -262,8 +290,17 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
         if (!take_quoted(s, &n.id))
             return fail("expected \"S-<guid>\" or \"H-<guid>\"");
         char want = n.kind == TopoNode::Kind::Switch ? 'S' : 'H';
-        if (n.id.size() < 3 || n.id[0] != want || n.id[1] != '-' || !parse_hex(std::string_view(n.id).substr(2), &n.guid))
+        bool guid_id = n.id.size() >= 3 && n.id[0] == want && n.id[1] == '-' &&
+                       parse_hex(std::string_view(n.id).substr(2), &n.guid);
+        if (!guid_id && !ibsim)
             return fail("bad node id '" + n.id + "'");
+        if (!guid_id) {
+            if (n.id.empty() || n.id.size() > 64)
+                return fail("bad node id '" + n.id.substr(0, 64) + "'");
+            n.guid = node_guid ? node_guid
+                               : name_guid((n.kind == TopoNode::Kind::Switch ? "ibsim-switch:" : "ibsim-ca:") + n.id);
+            n.description = n.id;
+        }
         s = trim(s);
         if (!s.empty() && s.front() == '#') {
             s.remove_prefix(1);
@@ -273,9 +310,8 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
         } else if (!s.empty()) {
             return fail("unexpected text after the node id");
         }
-        for (const TopoNode& o : t.nodes)
-            if (o.id == n.id)
-                return fail("node " + n.id + " listed twice");
+        if (!seen_ids.insert(n.id).second)
+            return fail("node " + n.id + " listed twice");
         n.vendor_id = vendid;
         n.device_id = devid;
         n.sys_image_guid = sysimg ? sysimg : n.guid;
@@ -283,6 +319,7 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
         vendid = 0x0002c9;
         devid = 0;
         sysimg = 0;
+        node_guid = 0;
         t.nodes.push_back(n);
         cur = unsigned(t.nodes.size() - 1);
     }
@@ -299,22 +336,27 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
         ids.insert(n.id);
     }
     for (TopoNode& n : t.nodes)
-        if (!n.name.empty() && (uses[n.name] > 1 || ids.count(n.name)))
+        if (!n.name.empty() && (uses[n.name] > 1 || (ids.count(n.name) && n.name != n.id)))
             n.name.clear();
 
+    std::set<uint64_t> guids;
+    for (const TopoNode& n : t.nodes) {
+        lineno = n.line;
+        if (n.guid && !guids.insert(n.guid).second)
+            return fail("GUID " + hex16(n.guid) + " of " + n.id + " used twice");
+    }
+
     // Cables: resolve peers, merge the two listings of each.
+    std::map<std::string, unsigned, std::less<>> by_id;
+    for (unsigned i = 0; i < t.nodes.size(); ++i)
+        by_id.emplace(t.nodes[i].id, i);
     std::map<std::pair<unsigned, unsigned>, std::pair<unsigned, unsigned>> peer_of;
     for (const PendingPort& pp : ports) {
         lineno = pp.line;
-        unsigned peer = 0;
-        bool found = false;
-        for (unsigned i = 0; i < t.nodes.size(); ++i)
-            if (t.nodes[i].id == pp.peer_id) {
-                peer = i;
-                found = true;
-            }
-        if (!found)
+        auto it = by_id.find(pp.peer_id);
+        if (it == by_id.end())
             return fail("unknown peer \"" + pp.peer_id + "\"");
+        unsigned peer = it->second;
         if (pp.peer_port < 1 || pp.peer_port > t.nodes[peer].num_ports)
             return fail("peer port " + std::to_string(pp.peer_port) + " outside 1.." +
                         std::to_string(t.nodes[peer].num_ports) + " of " + pp.peer_id);
@@ -352,6 +394,18 @@ bool parse_topology(std::string_view text, Topology* out, std::string* error)
     return true;
 }
 
+}  // namespace
+
+bool parse_topology(std::string_view text, Topology* out, std::string* error)
+{
+    return parse_any(text, out, error, false);
+}
+
+bool parse_ibsim_net(std::string_view text, Topology* out, std::string* error)
+{
+    return parse_any(text, out, error, true);
+}
+
 bool load_topology_file(const std::string& path, Topology* out, std::string* error)
 {
     std::ifstream f(path);
@@ -363,12 +417,13 @@ bool load_topology_file(const std::string& path, Topology* out, std::string* err
     std::stringstream ss;
     ss << f.rdbuf();
     std::string text = ss.str();
-    if (!parse_topology(text, out, error)) {
-        if (error)
-            *error = path + ": " + *error;
-        return false;
-    }
-    return true;
+    // ibnetdiscover first; a file it refuses may be in ibsim's dialect.
+    std::string e1, e2;
+    if (parse_topology(text, out, &e1) || parse_ibsim_net(text, out, &e2))
+        return true;
+    if (error)
+        *error = path + ": " + e1 + " (as ibsim net: " + e2 + ")";
+    return false;
 }
 
 namespace {
@@ -425,7 +480,9 @@ bool builtin_topology(std::string_view spec, Topology* out, std::string* error)
     std::string_view arg = spec.find(':') == std::string_view::npos ? "" : spec.substr(spec.find(':') + 1);
     std::vector<std::string> names;
     unsigned count = 0;
-    if (!arg.empty() && std::isdigit(uint8_t(arg.front()))) {
+    if (kind == "fattree") {
+        // its own argument syntax, below
+    } else if (!arg.empty() && std::isdigit(uint8_t(arg.front()))) {
         if (!parse_uint(arg, &count) || count < 1 || count > 200)
             return fail("bad HCA count");
         for (unsigned i = 0; i < count; ++i)
@@ -479,11 +536,132 @@ bool builtin_topology(std::string_view spec, Topology* out, std::string* error)
             t.links.push_back(TopoLink{sw, port, unsigned(t.nodes.size() - 1), 1, 2, 1});
         }
         (void)right;
+    } else if (kind == "fattree") {
+        // "fattree:N" or "fattree:N,R": count (and radix), not names.
+        unsigned n = 0, radix = 0;
+        std::string_view a = arg, r;
+        if (size_t c = a.find(','); c != std::string_view::npos) {
+            r = a.substr(c + 1);
+            a = a.substr(0, c);
+        }
+        if (!parse_uint(a, &n) || (!r.empty() && !parse_uint(r, &radix)))
+            return fail("fattree takes N[,RADIX]");
+        std::string err;
+        if (!fattree_topology(n, radix, &t, &err))
+            return fail(err);
     } else {
-        return fail("unknown shorthand (b2b, star:N, chain:N)");
+        return fail("unknown shorthand (b2b, star:N, chain:N, fattree:N[,R])");
     }
     *out = std::move(t);
     return true;
+}
+
+bool fattree_topology(unsigned cas, unsigned radix, Topology* out, std::string* error)
+{
+    auto fail = [&](const std::string& what) {
+        if (error)
+            *error = "fattree: " + what;
+        return false;
+    };
+    // Bounded so that a shorthand from a hostile or mistyped option stays
+    // cheap to build and to look names up in (find() is linear).
+    if (cas == 0 || cas > 4096)
+        return fail("CA count must be 1..4096");
+    if (radix == 0) {
+        radix = 8;
+        while (radix * radix / 2 < cas)
+            radix += 2;
+    }
+    if (radix < 4 || radix > 254 || radix % 2)
+        return fail("radix must be even, 4..254");
+    unsigned down = radix / 2, spines = radix / 2;
+    unsigned leaves = (cas + down - 1) / down;
+    if (leaves > radix)
+        return fail(std::to_string(cas) + " CAs need radix^2/2 >= CAs; radix " + std::to_string(radix) +
+                    " is too small");
+    Topology t;
+    auto add = [&](TopoNode::Kind k, const std::string& name, const std::string& desc, unsigned nports, uint64_t guid) {
+        TopoNode n;
+        n.kind = k;
+        n.num_ports = nports;
+        n.guid = guid;
+        n.sys_image_guid = guid;
+        n.description = desc;
+        n.name = name;
+        n.id = std::string(k == TopoNode::Kind::Switch ? "S-" : "H-") + hex16(guid);
+        n.device_id = k == TopoNode::Kind::Switch ? 0xb924 : 0x6282;
+        t.nodes.push_back(n);
+        return unsigned(t.nodes.size() - 1);
+    };
+    // GUIDs by role and index, Mellanox OUI, so they read well in a sweep.
+    std::vector<unsigned> leaf(leaves), spine(spines);
+    for (unsigned s = 0; s < spines; ++s)
+        spine[s] = add(TopoNode::Kind::Switch, "spine" + std::to_string(s), "spine" + std::to_string(s), radix,
+                       0x0002c90200000000ull | (0x2ull << 20) | s);
+    for (unsigned j = 0; j < leaves; ++j)
+        leaf[j] = add(TopoNode::Kind::Switch, "leaf" + std::to_string(j), "leaf" + std::to_string(j), radix,
+                      0x0002c90200000000ull | (0x1ull << 20) | j);
+    for (unsigned j = 0; j < leaves; ++j)
+        for (unsigned s = 0; s < spines; ++s)
+            t.links.push_back(TopoLink{leaf[j], down + 1 + s, spine[s], j + 1, 2, 1});
+    for (unsigned i = 0; i < cas; ++i) {
+        std::string name = "ca" + std::to_string(i);
+        // Port GUIDs follow the node GUID (stub CAs use node GUID + port).
+        unsigned c = add(TopoNode::Kind::Ca, name, name + " HCA-1", 1, 0x0002c90300000000ull | (uint64_t(i + 1) << 4));
+        t.links.push_back(TopoLink{leaf[i / down], i % down + 1, c, 1, 2, 1});
+    }
+    *out = std::move(t);
+    return true;
+}
+
+std::string format_ibnetdiscover(const Topology& t)
+{
+    // Peers of every port, from the cable list.
+    struct Peer {
+        unsigned node, port;
+        const TopoLink* link;
+    };
+    std::vector<std::map<unsigned, Peer>> peers(t.nodes.size());
+    for (const TopoLink& l : t.links) {
+        if (l.a >= t.nodes.size() || l.b >= t.nodes.size())
+            continue;
+        peers[l.a][l.a_port] = {l.b, l.b_port, &l};
+        peers[l.b][l.b_port] = {l.a, l.a_port, &l};
+    }
+    auto rate = [](const TopoLink* l) {
+        static const char* w[9] = {"", "1x", "4x", "", "8x", "", "", "", "12x"};
+        uint8_t width = l ? l->width : 2, speed = l ? l->speed : 1;
+        const char* sp = speed == 4 ? "QDR" : speed == 2 ? "DDR" : "SDR";
+        return std::string(width < 9 && *w[width] ? w[width] : "4x") + sp;
+    };
+    std::string o = "#\n# Topology file: generated by ibemu\n#\n";
+    char b[512];
+    for (unsigned i = 0; i < t.nodes.size(); ++i) {
+        const TopoNode& n = t.nodes[i];
+        bool sw = n.kind == TopoNode::Kind::Switch;
+        snprintf(b, sizeof b, "\nvendid=0x%x\ndevid=0x%x\nsysimgguid=0x%llx\n%s=0x%llx(%llx)\n", n.vendor_id,
+                 n.device_id, (unsigned long long)n.sys_image_guid, sw ? "switchguid" : "caguid",
+                 (unsigned long long)n.guid, (unsigned long long)n.guid);
+        o += b;
+        std::string desc = n.description.empty() ? n.id : n.description;
+        snprintf(b, sizeof b, "%s\t%u \"%s\"\t\t# \"%s\"%s\n", sw ? "Switch" : "Ca", n.num_ports, n.id.c_str(),
+                 desc.c_str(), sw ? " base port 0 lid 0 lmc 0" : "");
+        o += b;
+        for (auto& [port, pr] : peers[i]) {
+            const TopoNode& p = t.nodes[pr.node];
+            const TopoLink* lk = pr.link;
+            std::string pdesc = p.description.empty() ? p.id : p.description;
+            if (sw)
+                snprintf(b, sizeof b, "[%u]\t\"%s\"[%u]\t\t# \"%s\" lid 0 %s\n", port, p.id.c_str(), pr.port,
+                         pdesc.c_str(), rate(lk).c_str());
+            else
+                snprintf(b, sizeof b, "[%u](%llx) \t\"%s\"[%u]\t\t# lid 0 lmc 0 \"%s\" lid 0 %s\n", port,
+                         (unsigned long long)(n.guid + port), p.id.c_str(), pr.port, pdesc.c_str(),
+                         rate(lk).c_str());
+            o += b;
+        }
+    }
+    return o;
 }
 
 }  // namespace ibemu::fabric

@@ -68,7 +68,28 @@ struct Topology {
 
 // Parses ibnetdiscover text. On error returns false with "line N: what".
 bool parse_topology(std::string_view text, Topology* out, std::string* error);
+// Parses ibsim's net format (ibsim-utils, net-examples/): the same grammar,
+// but node ids are any quoted string ("Switch1", "Hca1"), "Hca" may stand
+// for "Ca", a port line may end in "w=1|4|8|12" (width) and "s=1|2|4"
+// (speed), and "do <command>" lines are skipped ("include" is refused).
+// The GUID comes from a switchguid=/caguid= line before the node, or is
+// derived from the id; the NodeDescription (and so the name) is the id.
+bool parse_ibsim_net(std::string_view text, Topology* out, std::string* error);
+// Reads a file in either format (ibnetdiscover tried first).
 bool load_topology_file(const std::string& path, Topology* out, std::string* error);
+
+// Writes t in the ibnetdiscover format (ids "S-<guid>"/"H-<guid>", every
+// cable listed from both ends), which parse_topology and ibsim read back.
+std::string format_ibnetdiscover(const Topology& t);
+
+// A two-level fat tree: `cas` one-port CAs "ca0".."ca<N-1>" (descriptions
+// "ca<i> HCA-1"), leaf switches "leaf<j>" with radix/2 CAs each on ports
+// 1..radix/2, and radix/2 spine switches "spine<s>"; port radix/2+1+s of
+// every leaf is cabled to spine s, port j+1 of which goes back to leaf j.
+// radix 0 picks the smallest even radix >= 8 that fits (radix^2/2 >= cas).
+// Every node has a GUID. False with *error when it cannot be built
+// (cas 0 or over 4096, radix odd, under 4 or over 254, too few for cas).
+bool fattree_topology(unsigned cas, unsigned radix, Topology* out, std::string* error);
 
 // Built-in shorthands:
 //   "b2b"              two HCAs vm0, vm1, cabled back to back
@@ -77,6 +98,7 @@ bool load_topology_file(const std::string& path, Topology* out, std::string* err
 //   "star:NAME,..."    one switch with one HCA per name
 //   "chain:N"          two switches sw0-sw1 (port N+1 of each joins them),
 //                      HCAs split between them: vm0.. on sw0, the rest on sw1
+//   "fattree:N[,R]"    fattree_topology(N, R): ca0..ca<N-1>, leaf*, spine*
 // HCA GUIDs are left 0 (match by name); switch GUIDs are fixed per name.
 bool builtin_topology(std::string_view spec, Topology* out, std::string* error);
 

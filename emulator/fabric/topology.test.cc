@@ -291,3 +291,216 @@ TEST(Topology, BuiltinShorthands)
 
 }  // namespace
 }  // namespace ibemu::fabric
+
+namespace ibemu::fabric {
+namespace {
+
+// ibsim's own dialect, as its net-examples write it: free-form ids, "Hca",
+// w= widths, a "do" command line, a GUID given by caguid=.
+constexpr const char kIbsimNet[] = R"(# Net configuration file example
+#
+# The first port in the file is used as the SM port.
+
+Switch	8 "Switch1"
+[1]	"Hca1"[1]
+[2]	"Hca2"[2]	w=1
+[3]	"Switch2"[3]
+[4]	"Switch2"[4]	w=12 s=4
+
+Switch 8 "Switch2"
+[3]	"Switch1"[3]
+[4]	"Switch1"[4]
+
+do echo hello
+caguid=0x0002c90300001234
+Hca	2 "Hca1"
+[1]	"Switch1"[1]
+
+Hca	2 "Hca2"
+[2]	"Switch1"[2]
+)";
+
+TEST(IbsimNet, ParsesTheNetExampleDialect)
+{
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(parse_ibsim_net(kIbsimNet, &t, &err)) << err;
+    ASSERT_EQ(t.nodes.size(), 4u);
+    ASSERT_EQ(t.links.size(), 4u);
+    auto h1 = t.find("Hca1");
+    ASSERT_TRUE(h1);
+    EXPECT_EQ(t.nodes[*h1].kind, TopoNode::Kind::Ca);
+    EXPECT_EQ(t.nodes[*h1].guid, 0x0002c90300001234ull);
+    EXPECT_EQ(t.nodes[*h1].num_ports, 2u);
+    auto s2 = t.find("Switch2");
+    ASSERT_TRUE(s2);
+    EXPECT_NE(t.nodes[*s2].guid, 0u);
+    EXPECT_EQ(t.nodes[*s2].description, "Switch2");
+    // Derived GUIDs are stable.
+    Topology again;
+    ASSERT_TRUE(parse_ibsim_net(kIbsimNet, &again, &err));
+    EXPECT_EQ(again.nodes[*s2].guid, t.nodes[*s2].guid);
+    bool narrow = false, wide = false;
+    for (const TopoLink& l : t.links) {
+        narrow |= l.width == 1 && l.speed == 1;
+        wide |= l.width == 8 && l.speed == 4;
+    }
+    EXPECT_TRUE(narrow);
+    EXPECT_TRUE(wide);
+    // ibnetdiscover's own parser refuses the free-form ids.
+    EXPECT_FALSE(parse_topology(kIbsimNet, &t, &err));
+}
+
+TEST(IbsimNet, LoadsEitherFormatFromAFile)
+{
+    std::string path = ::testing::TempDir() + "/ibsim.net";
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(kIbsimNet, f);
+    fclose(f);
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(load_topology_file(path, &t, &err)) << err;
+    EXPECT_EQ(t.nodes.size(), 4u);
+    VirtualClock clock;
+    Fabric fab(clock);
+    ASSERT_TRUE(fab.build_from(path, &err)) << err;
+    EXPECT_NE(fab.hca_port("Hca2", 0, 2), nullptr);
+    EXPECT_EQ(fab.hca_port("Hca2", 0, 1), nullptr);  // not cabled
+}
+
+TEST(IbsimNet, RefusesWhatItCannotDo)
+{
+    struct NetBad {
+        const char* text;
+        const char* error;
+    } bad[] = {
+        {"include other.net\n", "include is not supported"},
+        {"Switch 8 \"a\"\n[1] \"b\"[1] w=3\nCa 1 \"b\"\n", "bad width"},
+        {"Switch 8 \"a\"\n[1] \"b\"[1] s=9\nCa 1 \"b\"\n", "bad speed"},
+        {"Switch 8 \"a\"\n[1] \"b\"[1] w=\nCa 1 \"b\"\n", "bad w="},
+        {"caguid=0x1\nCa 1 \"a\"\n\ncaguid=0x1\nCa 1 \"b\"\n", "used twice"},
+        {"Switch 8 \"\"\n", "bad node id"},
+        {"Hca 1 \"a\"\n[1] \"zz\"[1]\n", "unknown peer"},
+    };
+    for (const NetBad& b : bad) {
+        Topology t;
+        std::string err;
+        EXPECT_FALSE(parse_ibsim_net(b.text, &t, &err)) << b.text;
+        EXPECT_NE(err.find(b.error), std::string::npos) << b.text << " -> " << err;
+    }
+}
+
+TEST(IbsimNet, MutatedInputNeverCrashes)
+{
+    // Deterministic byte flips, truncations and splices of both dialects.
+    std::string seeds[] = {kIbsimNet, format_ibnetdiscover([] {
+                               Topology t;
+                               std::string e;
+                               fattree_topology(20, 8, &t, &e);
+                               return t;
+                           }())};
+    uint32_t x = 12345;
+    auto rnd = [&] {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return x;
+    };
+    const char alphabet[] = "[]\"()#=0123456789xwsSHCa \t\n-";
+    for (const std::string& seed : seeds) {
+        for (int i = 0; i < 3000; ++i) {
+            std::string s = seed;
+            unsigned edits = 1 + rnd() % 6;
+            for (unsigned e = 0; e < edits && !s.empty(); ++e) {
+                size_t at = rnd() % s.size();
+                switch (rnd() % 4) {
+                case 0: s[at] = alphabet[rnd() % (sizeof alphabet - 1)]; break;
+                case 1: s.erase(at, rnd() % 40); break;
+                case 2: s.insert(at, s.substr(rnd() % s.size(), rnd() % 60)); break;
+                case 3: s.resize(at); break;
+                }
+            }
+            Topology t;
+            std::string err;
+            if (!parse_ibsim_net(s, &t, &err)) {
+                EXPECT_FALSE(err.empty());
+            }
+            if (!parse_topology(s, &t, &err)) {
+                EXPECT_FALSE(err.empty());
+            }
+        }
+    }
+}
+
+TEST(FatTree, HasTheShapeAsked)
+{
+    Topology t;
+    std::string err;
+    ASSERT_TRUE(fattree_topology(100, 16, &t, &err)) << err;
+    unsigned cas = 0, switches = 0;
+    std::map<unsigned, unsigned> degree;
+    for (const TopoLink& l : t.links) {
+        ++degree[l.a];
+        ++degree[l.b];
+    }
+    std::set<uint64_t> guids;
+    for (unsigned i = 0; i < t.nodes.size(); ++i) {
+        const TopoNode& n = t.nodes[i];
+        EXPECT_TRUE(guids.insert(n.guid).second) << n.id;
+        EXPECT_EQ(t.find(n.name), i) << n.name;
+        if (n.kind == TopoNode::Kind::Ca) {
+            ++cas;
+            EXPECT_EQ(degree[i], 1u);
+        } else {
+            ++switches;
+            EXPECT_EQ(n.num_ports, 16u);
+            if (n.name.rfind("spine", 0) == 0) {
+                EXPECT_EQ(degree[i], 13u) << n.name;  // one cable per leaf
+            }
+        }
+    }
+    EXPECT_EQ(cas, 100u);
+    EXPECT_EQ(switches, 13u + 8u);  // ceil(100/8) leaves, 8 spines
+    // Every leaf reaches every spine once; leaf 12 holds ca96..ca99.
+    auto l12 = *t.find("leaf12");
+    EXPECT_EQ(degree[l12], 8u + 4u);
+    // The default radix for 1000 CAs is the smallest that fits: 46
+    // (46^2/2 = 1058), 23 spines, 44 leaves.
+    ASSERT_TRUE(fattree_topology(1000, 0, &t, &err)) << err;
+    EXPECT_EQ(t.nodes.size(), 1000u + 23u + 44u);
+    EXPECT_EQ(t.nodes[0].num_ports, 46u);
+    EXPECT_FALSE(fattree_topology(1000, 8, &t, &err));
+    EXPECT_FALSE(fattree_topology(0, 0, &t, &err));
+    EXPECT_FALSE(fattree_topology(4097, 0, &t, &err));
+    EXPECT_FALSE(builtin_topology("fattree:99999999999", &t, &err));
+    EXPECT_FALSE(builtin_topology("fattree:10,x", &t, &err));
+    EXPECT_FALSE(fattree_topology(10, 7, &t, &err));
+}
+
+TEST(FatTree, RoundTripsThroughIbnetdiscoverTextAndBuilds)
+{
+    Topology t, back;
+    std::string err;
+    ASSERT_TRUE(fattree_topology(40, 0, &t, &err)) << err;
+    std::string text = format_ibnetdiscover(t);
+    ASSERT_TRUE(parse_topology(text, &back, &err)) << err;
+    ASSERT_EQ(back.nodes.size(), t.nodes.size());
+    ASSERT_EQ(back.links.size(), t.links.size());
+    for (size_t i = 0; i < t.nodes.size(); ++i) {
+        EXPECT_EQ(back.nodes[i].guid, t.nodes[i].guid);
+        EXPECT_EQ(back.nodes[i].name, t.nodes[i].name);
+        EXPECT_EQ(back.nodes[i].num_ports, t.nodes[i].num_ports);
+    }
+    VirtualClock clock;
+    FabricOptions small;
+    small.link.slots = 4;  // 88 links: keep the eager per-link buffers small
+    Fabric fab(clock, small);
+    ASSERT_TRUE(fab.build_from("fattree:40", &err)) << err;
+    EXPECT_EQ(fab.hca_ports().size(), 40u);
+    EXPECT_NE(fab.find_switch("spine0"), nullptr);
+    EXPECT_NE(fab.hca_port("ca39", 0, 1), nullptr);
+}
+
+}  // namespace
+}  // namespace ibemu::fabric

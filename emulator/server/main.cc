@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // ibemu --socket PATH [--node NAME=GUID ...] [--fabric TOPOLOGY] [--control PATH]
+//       [--stub-cas] [--umad NODE=PATH]
 //       [--log FILE] [--log-level info|debug]
 //
 // Serves ibemu-hca shims on a unix socket, their HCA ports cabled into the
@@ -32,7 +33,7 @@ int usage(const char* why)
         fprintf(stderr, "ibemu: %s\n", why);
     fprintf(stderr,
             "usage: ibemu --socket PATH [--node NAME=GUID ...] [--fabric TOPOLOGY] [--control PATH]\n"
-            "             [--log FILE] [--log-level info|debug]\n"
+            "             [--stub-cas] [--umad NODE=PATH] [--log FILE] [--log-level info|debug]\n"
             "  --socket PATH      unix socket the QEMU ibemu-hca devices connect to\n"
             "  --node NAME=GUID   node GUID (16 hex digits) for the device with node=NAME;\n"
             "                     others get one derived from their name (Mellanox OUI)\n"
@@ -40,6 +41,9 @@ int usage(const char* why)
             "                     file, or a built-in spec such as b2b or star:3; HCAs are\n"
             "                     matched by node name (first word of their description)\n"
             "  --control PATH     unix socket for fabric control commands (see ibemu-ctl)\n"
+            "  --stub-cas         serve the topology's HCAs that no guest holds with stub CAs\n"
+            "  --umad NODE=PATH   host MAD endpoint on CA NODE at socket PATH, for host tools\n"
+            "                     with libibemu_umad.so (Documentation/scale.md); implies --stub-cas\n"
             "  --log FILE         append log lines to FILE instead of stderr\n"
             "  --log-level LEVEL  info (default) or debug\n");
     return 2;
@@ -86,6 +90,16 @@ int main(int argc, char** argv)
             if (!v)
                 return usage(nullptr);
             opts.control_path = v;
+        } else if (a == "--stub-cas") {
+            opts.stub_cas = true;
+        } else if (a == "--umad") {
+            const char* v = value("--umad");
+            const char* eq = v ? strchr(v, '=') : nullptr;
+            if (!eq || eq == v || !eq[1])
+                return usage("--umad takes NODE=PATH");
+            opts.umad_node.assign(v, size_t(eq - v));
+            opts.umad_path = eq + 1;
+            opts.stub_cas = true;
         } else if (a == "--log") {
             log_path = value("--log");
             if (!log_path)

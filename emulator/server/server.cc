@@ -18,6 +18,8 @@
 
 #include "common/log.h"
 #include "fabric/fabric.h"
+#include "madhost/mad_host.h"
+#include "stub/stub_farm.h"
 #include "hca/mthca.h"
 #include "hca/pci_function.h"
 #include "server/guest_memory.h"
@@ -491,6 +493,7 @@ private:
             hp->detach();  // the peer sees its link go down
             if (ports)
                 ports->attach(p, nullptr);
+            srv_.port_released(hp);
         }
         cabled_.clear();
         guards_.clear();
@@ -735,7 +738,38 @@ bool Server::setup_fabric(std::string* error)
         return false;
     }
     IBEMU_INFO(kWho, "fabric: %s", opts_.fabric.c_str());
+    if (!opts_.stub_cas && opts_.umad_path.empty())
+        return true;
+    farm_ = std::make_unique<stub::StubFarm>(*fabric_);
+    if (!opts_.umad_path.empty()) {
+        const fabric::Topology& t = fabric_->topology();
+        std::optional<unsigned> i = t.find(opts_.umad_node);
+        if (!i || t.nodes[*i].kind != fabric::TopoNode::Kind::Ca) {
+            *error = "umad node '" + opts_.umad_node + "' is not a CA of the topology";
+            return false;
+        }
+        stub::StubCaConfig cfg;
+        cfg.name = opts_.umad_node;
+        cfg.node = stub::stub_identity(t.nodes[*i]);
+        cfg.num_ports = t.nodes[*i].num_ports;
+        auto mh = std::make_unique<madhost::MadHost>(fabric_->scheduler(), cfg);
+        if (!mh->listen(opts_.umad_path, error)) {
+            *error = "umad endpoint: " + *error;
+            return false;
+        }
+        madhost_ = mh.get();
+        farm_->adopt(t.nodes[*i].id, std::move(mh));
+        IBEMU_INFO(kWho, "host MAD endpoint at %s on %s", opts_.umad_path.c_str(), opts_.umad_node.c_str());
+    }
+    unsigned n = farm_->attach_all();
+    IBEMU_INFO(kWho, "%u HCA ports served by stub CAs until a guest claims them", n);
     return true;
+}
+
+void Server::port_released(fabric::HcaPort* hp)
+{
+    if (farm_)
+        farm_->release(hp);
 }
 
 // The control protocol: the fabric's commands (emulator/fabric/control.cc)
@@ -932,6 +966,10 @@ int Server::run()
             pfds.push_back({c->fd, short(c->replying ? POLLOUT : POLLIN), 0});
             next = std::min(next, c->deadline);
         }
+        // then the host MAD endpoint's listening socket and clients
+        size_t mh_at = pfds.size();
+        if (madhost_)
+            madhost_->add_pollfds(&pfds);
         int timeout = -1;
         if (next != UINT64_MAX) {
             uint64_t now = now_ns();
@@ -962,6 +1000,8 @@ int Server::run()
             if (!c.dead() && (ev & POLLOUT))
                 c.on_writable();
         }
+        if (madhost_ && pfds.size() > mh_at)
+            madhost_->handle(std::vector<pollfd>(pfds.begin() + long(mh_at), pfds.end()));
         uint64_t now = now_ns();
         if (fabric_) {
             // Packets in flight that are due, then every model: traffic from

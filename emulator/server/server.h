@@ -33,8 +33,15 @@ class InterruptSink;
 class PciFunction;
 namespace fabric {
 class Fabric;
+class HcaPort;
 class MonotonicClock;
 }  // namespace fabric
+namespace stub {
+class StubFarm;
+}
+namespace madhost {
+class MadHost;
+}
 
 using DeviceFactory =
     std::function<std::unique_ptr<PciFunction>(const MthcaConfig&, GuestMemory&, InterruptSink&)>;
@@ -52,6 +59,15 @@ struct ServerOptions {
     // Unix socket of the fabric's control interface (one command line per
     // connection, the reply comes back and the server closes). Empty: none.
     std::string control_path;
+    // Serve every HCA of the topology that no guest holds with a stub CA
+    // (emulator/stub): a guest that connects takes its port over, and the
+    // stub comes back when the guest leaves.
+    bool stub_cas = false;
+    // The host MAD endpoint (emulator/madhost): host processes with
+    // libibemu_umad.so use the port of topology CA `umad_node` through
+    // this socket. Implies stub_cas. Empty: none.
+    std::string umad_path;
+    std::string umad_node;
 };
 
 class Connection;
@@ -74,12 +90,14 @@ public:
 
     size_t connections() const { return conns_.size(); }
     fabric::Fabric* fabric() { return fabric_.get(); }
+    madhost::MadHost* mad_host() { return madhost_; }
     uint64_t guid_for(const std::string& node) const;
 
 private:
     friend class Connection;
     void accept_all();
     bool setup_fabric(std::string* error);
+    void port_released(fabric::HcaPort* hp);
     struct CtlClient;
     void accept_control();
     bool serve_control_client(CtlClient& c, short revents, uint64_t now);
@@ -99,6 +117,10 @@ private:
     // outlives them.
     std::unique_ptr<fabric::MonotonicClock> clock_;
     std::unique_ptr<fabric::Fabric> fabric_;
+    // Stub CAs (and the host MAD endpoint among them) on the ports no guest
+    // holds; after fabric_, before conns_.
+    std::unique_ptr<stub::StubFarm> farm_;
+    madhost::MadHost* madhost_ = nullptr;
     std::vector<std::unique_ptr<Connection>> conns_;
     int ctl_fd_ = -1;
     bool ctl_listening_ = false;

@@ -23,6 +23,8 @@
 #include "hca/config_space.h"
 #include "hca/mthca.h"
 #include "server/proto.h"
+#include "madhost/umad_proto.h"
+#include "ib/mad.h"
 
 namespace ibemu {
 namespace {
@@ -839,6 +841,81 @@ TEST_F(ServerTest, SlowControlClientDoesNotStallGuests)
         reply.append(buf, size_t(n));
     close(fd);
     EXPECT_EQ(reply.rfind("ok 1 links", 0), 0u) << reply;
+}
+
+// With --umad, the topology's HCAs are stub CAs until a guest claims one:
+// a host tool on the endpoint sees the stub, then the guest's HCA (whose
+// port is closed here: no answer), then the stub again once the guest left.
+TEST(ServerScale, StubsServeTheTopologyUntilAGuestTakesItsPort)
+{
+    char tmpl[] = "/tmp/ibemu-server-scale.XXXXXX";
+    ASSERT_TRUE(mkdtemp(tmpl));
+    std::string dir = tmpl;
+    ServerOptions o;
+    o.socket_path = dir + "/ibemu.sock";
+    o.fabric = "star:3";
+    o.umad_path = dir + "/umad.sock";
+    o.umad_node = "vm0";
+    auto server = std::make_unique<Server>(o);
+    std::string err;
+    ASSERT_TRUE(server->listen(&err)) << err;
+    int rc = -1;
+    std::thread t([&] { rc = server->run(); });
+
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, o.umad_path.c_str());
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    madhost::UmadCtl reg;
+    reg.op = madhost::CtlOp::Register;
+    reg.mgmt_class = ib::mad::kClassSubnDirected;
+    reg.class_version = 1;
+    ASSERT_EQ(send(fd, &reg, sizeof reg, 0), ssize_t(sizeof reg));
+    // DR Get(NodeDescription) to vm2 (switch port 3); returns the reply's
+    // description, "" for a timeout.
+    auto ask_vm2 = [&](uint32_t tid) {
+        uint8_t b[madhost::kHdrSize + madhost::kMadSize] = {};
+        uint32_t timeout = 300;
+        std::memcpy(b + 8, &timeout, 4);
+        uint8_t* m = b + madhost::kHdrSize;
+        m[0] = 1;
+        m[1] = ib::mad::kClassSubnDirected;
+        m[2] = 1;
+        m[3] = ib::mad::kMethodGet;
+        m[15] = uint8_t(tid);
+        m[17] = ib::smp::kAttrNodeDesc;
+        m[7] = 2;                       // hop count
+        m[32] = m[33] = m[34] = m[35] = 0xff;  // DrSLID, DrDLID permissive
+        m[ib::smp::kInitialPathOffset + 1] = 1;
+        m[ib::smp::kInitialPathOffset + 2] = 3;
+        EXPECT_EQ(send(fd, b, sizeof b, 0), ssize_t(sizeof b));
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 3000) != 1 || recv(fd, b, sizeof b, 0) != ssize_t(sizeof b))
+            return std::string("(nothing)");
+        uint32_t status;
+        std::memcpy(&status, b + 4, 4);
+        if (status)
+            return std::string("");
+        return std::string(reinterpret_cast<const char*>(m + ib::smp::kDataOffset));
+    };
+    EXPECT_EQ(ask_vm2(1), "vm2");
+    {
+        FakeShim guest(o.socket_path);
+        EXPECT_EQ(guest.connect_as("vm2").status, IBEMU_WELCOME_OK);
+        EXPECT_EQ(ask_vm2(2), "") << "the guest's HCA holds the port now (and its port is not open)";
+    }
+    // The guest is gone; give the server a moment to notice.
+    std::string again;
+    for (int i = 0; i < 20 && again != "vm2"; ++i)
+        again = ask_vm2(uint32_t(3 + i));
+    EXPECT_EQ(again, "vm2");
+    close(fd);
+    server->stop();
+    t.join();
+    EXPECT_EQ(rc, 0);
+    server.reset();
+    rmdir(dir.c_str());
 }
 
 }  // namespace
