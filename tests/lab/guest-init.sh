@@ -57,6 +57,10 @@ for d in etc var root lib/modules/$kver; do
 	mkdir -p $O/$t/upper $O/$t/work
 	mount -t overlay -o "lowerdir=$R/$d,upperdir=$O/$t/upper,workdir=$O/$t/work" overlay "$R/$d" || die "overlay on /$d"
 done
+# OpenSM's state (guid2lid, ...) is per guest: never what a host-side
+# OpenSM left in the host's /var/cache/opensm, which would hand the
+# guests' ports the host's LIDs.
+rm -rf $R/var/cache/opensm
 
 IFS=,
 for s in $shares; do
