@@ -114,9 +114,13 @@ uint64_t Scheduler::next_deadline() const
     return d;
 }
 
-unsigned Scheduler::run_armed_due()
+unsigned Scheduler::run_armed_due() { return fire_armed(clock_.now_ns()); }
+
+// Armed sources due at `now`, earliest first (ties in arm order). One armed
+// during this round (re-armed by its own fire(), say) waits for the next
+// round, so a source re-arming for `now` cannot spin here.
+unsigned Scheduler::fire_armed(uint64_t now)
 {
-    uint64_t now = clock_.now_ns();
     unsigned fired = 0;
     uint64_t limit = heap_.next_seq();
     while (HeapNode* n = heap_.top()) {
@@ -132,18 +136,7 @@ unsigned Scheduler::run_armed_due()
 unsigned Scheduler::run_due()
 {
     uint64_t now = clock_.now_ns();
-    unsigned fired = 0;
-    // Armed sources due now, earliest first (ties in arm order). One armed
-    // during this round (re-armed by its own fire(), say) waits for the
-    // next round, so a source re-arming for `now` cannot spin here.
-    uint64_t limit = heap_.next_seq();
-    while (HeapNode* n = heap_.top()) {
-        if (n->deadline > now || n->seq >= limit)
-            break;
-        heap_.cancel(n);
-        static_cast<TimedSource::Node*>(n)->source->fire(now);
-        ++fired;
-    }
+    unsigned fired = fire_armed(now);
     // Index loop: a source may be added while firing.
     for (size_t i = 0; i < sources_.size(); ++i) {
         if (sources_[i]->next_deadline() <= now) {

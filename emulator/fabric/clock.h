@@ -158,6 +158,7 @@ public:
     uint64_t credit_epoch = 0;
 
 private:
+    unsigned fire_armed(uint64_t now);
     Clock& clock_;
     std::vector<TimedSource*> sources_;
     DeadlineHeap heap_;

@@ -449,12 +449,8 @@ int open64(const char* path, int flags, ...)
     va_start(ap, flags);
     mode_t m = mode_arg(flags, ap);
     va_end(ap);
-    int r = open_dev(path, flags);
-    if (r != -2)
-        return r;
-    std::string alt = redirect(path);
-    static auto f = real<int (*)(const char*, int, ...)>("open64");
-    return f(alt.empty() ? path : alt.c_str(), flags, m);
+    // On 64-bit glibc open64 is open (as openat64 is openat below).
+    return open(path, flags, m);
 }
 
 int __open_2(const char* path, int flags)
