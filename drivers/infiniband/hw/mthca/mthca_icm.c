@@ -4,9 +4,9 @@
  *
  * The firmware area and the auxiliary ICM are allocated once at probe.
  * The object tables (QP/CQ/SRQ contexts, MPT, MTT, ...) are large and
- * mostly empty, so each is backed in MTHCA_ICM_CHUNK_SIZE pieces, mapped
- * with MAP_ICM when the first object in a piece is taken and unmapped
- * when the last one is given back.
+ * mostly empty, so each is backed in MTHCA_ICM_CHUNK_SIZE pieces (the
+ * last one cut where the table ends), mapped with MAP_ICM when the first
+ * object in a piece is taken and unmapped when the last one is given back.
  *
  * The kernel's doorbell records (the consumer/producer counters the HCA
  * reads from host memory) live in ICM pages of the driver UAR's context
@@ -105,13 +105,27 @@ static u32 objs_per_chunk(const struct mthca_icm_table *t)
 	return MTHCA_ICM_CHUNK_SIZE / t->obj_size;
 }
 
+/*
+ * Bytes backing chunk @i of @t: a whole chunk, except that the last one
+ * ends where the table does (rounded up to an ICM page).  The firmware
+ * refuses a mapping past the ICM size the profile gave it, and a small
+ * table may be the last thing in ICM.
+ */
+static u32 chunk_bytes(const struct mthca_icm_table *t, u32 i)
+{
+	u64 end = ALIGN((u64)t->obj_size * t->nobj, MTHCA_ICM_PAGE_SIZE);
+
+	return min_t(u64, MTHCA_ICM_CHUNK_SIZE,
+		     end - (u64)i * MTHCA_ICM_CHUNK_SIZE);
+}
+
 /* Backs chunk @i of @t; the caller holds the table mutex. */
 static int chunk_map(struct mthca_dev *dev, struct mthca_icm_table *t, u32 i)
 {
 	struct mthca_icm *icm;
 	int ret;
 
-	icm = mthca_icm_alloc(dev, MTHCA_ICM_CHUNK_SIZE >> PAGE_SHIFT,
+	icm = mthca_icm_alloc(dev, DIV_ROUND_UP(chunk_bytes(t, i), PAGE_SIZE),
 			      t->lowmem ? GFP_KERNEL : GFP_HIGHUSER);
 	if (!icm)
 		return -ENOMEM;
@@ -128,7 +142,7 @@ static void chunk_unmap(struct mthca_dev *dev, struct mthca_icm_table *t,
 			u32 i)
 {
 	mthca_UNMAP_ICM(dev, t->virt + (u64)i * MTHCA_ICM_CHUNK_SIZE,
-			MTHCA_ICM_CHUNK_SIZE / MTHCA_ICM_PAGE_SIZE);
+			chunk_bytes(t, i) / MTHCA_ICM_PAGE_SIZE);
 	mthca_icm_free(dev, t->chunk[i]);
 	t->chunk[i] = NULL;
 }
