@@ -129,8 +129,13 @@ struct PendingPort {
 
 std::optional<unsigned> Topology::find(std::string_view key) const
 {
+    // Names first: a shorthand HCA may be named like another node's id
+    // ("H-vm0" beside "vm0", whose id that is).
     for (unsigned i = 0; i < nodes.size(); ++i)
-        if (nodes[i].name == key || nodes[i].id == key)
+        if (nodes[i].name == key)
+            return i;
+    for (unsigned i = 0; i < nodes.size(); ++i)
+        if (nodes[i].id == key)
             return i;
     uint64_t g;
     if (parse_hex(key, &g) && g != 0)
