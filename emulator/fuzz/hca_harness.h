@@ -114,4 +114,14 @@ struct HcaWorld {
     }
 };
 
+// LLVMFuzzerInitialize of the HCA targets: quiet logs, a fresh HcaWorld per
+// input on RAM recycled from the last one, and the seeds when asked.
+inline int hca_fuzz_initialize(int* argc, char*** argv, const std::function<void(const std::string&)>& seeds)
+{
+    Log::set_level(LogLevel::Error);
+    FakeMemory::set_recycling(true);
+    maybe_write_seeds(argc, argv, seeds);
+    return 0;
+}
+
 }  // namespace ibemu::fuzz

@@ -75,11 +75,7 @@ void write_seeds(const std::string& dir)
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv)
 {
-    Log::set_level(LogLevel::Error);
-    // A fresh HcaWorld per input, on RAM recycled from the last one.
-    FakeMemory::set_recycling(true);
-    fuzz::maybe_write_seeds(argc, argv, write_seeds);
-    return 0;
+    return fuzz::hca_fuzz_initialize(argc, argv, write_seeds);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
