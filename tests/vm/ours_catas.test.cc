@@ -49,10 +49,10 @@ protected:
 	static ExecResult WaitDmesg(Guest &g, const std::string &re, int secs, int seen = 0)
 	{
 		return Run(g,
-			   "for i in $(seq 1 " + std::to_string(secs) + "); do [ $(dmesg | grep -Ec '" + re +
+			   "end=$(($(date +%s) + " + std::to_string(secs) + ")); until [ $(dmesg | grep -Ec '" + re +
 				   "') -gt " + std::to_string(seen) +
-				   " ] && exit 0; sleep 1; done; dmesg | tail -30; exit 1",
-			   std::chrono::seconds(secs + 30));
+				   " ]; do if [ $(date +%s) -ge $end ]; then dmesg | tail -30; exit 1; fi; sleep 1; done",
+			   std::chrono::seconds(secs + 60));
 	}
 
 	// A SubnAdm query from vm0 to the SA in vm1: MADs go through vm0's
@@ -66,6 +66,16 @@ protected:
 	}
 
 	static std::string Dmesg(Guest &g) { return Run(g, "dmesg", 30s).output; }
+
+	// What a port that did not come back needs explained: the guest's
+	// last kernel lines, the links as the emulator sees them and what
+	// OpenSM (vm1) last logged.
+	static std::string Diagnose(Guest &g)
+	{
+		return "\nvm0 dmesg (last lines):\n" + Run(g, "dmesg | tail -25", 30s).output +
+		       "\nlinks:\n" + lab_->fabric("show links") + "\nopensm log (vm1):\n" +
+		       Run(guest("vm1"), "tail -25 /tmp/opensm.log", 30s).output;
+	}
 
 	// MAD traffic from `g` in the background, so that sends are in flight
 	// on its QP1 (saquery to the SA) and QP0 (smpquery of the SM's node,
@@ -129,7 +139,7 @@ TEST_F(OursCatas, DetectedReportedAndTheDeviceComesBack)
 
 	// The reset brings the chip back: the link trains, OpenSM sweeps, the
 	// port of the re-registered device becomes ACTIVE and MADs flow.
-	ASSERT_TRUE(Ok(WaitPortActive(g, 180)));
+	ASSERT_TRUE(Ok(WaitPortActive(g, 180))) << Diagnose(g);
 	links = lab_->fabric("show links");
 	EXPECT_EQ(links.find("no-carrier"), std::string::npos) << links;
 	EXPECT_TRUE(Ok(SaQuery(g)));
@@ -180,7 +190,7 @@ TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 		load += " && modprobe ib_selftest";
 	ASSERT_TRUE(Ok(Run(g, load, 120s)));
 	ASSERT_TRUE(Ok(Run(g, "echo 0 > /sys/module/ib_mthca/parameters/catas_reset_disable")));
-	ASSERT_TRUE(Ok(WaitPortActive(g, 180)));
+	ASSERT_TRUE(Ok(WaitPortActive(g, 180))) << Diagnose(g);
 	EXPECT_TRUE(Ok(SaQuery(g)));
 }
 

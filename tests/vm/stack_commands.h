@@ -30,13 +30,19 @@ inline std::string UnloadCommand(Stack s)
 }
 
 // Waits up to `secs` seconds for port 1 of mthca0 in `g` to be ACTIVE;
-// on failure the output ends with the state it was left in.
+// on failure the output ends with the state it was left in. The wait is
+// bounded by the guest's clock, not by a count of polls: on a loaded host
+// a debug-kernel guest takes a good part of a second per fork, and a
+// count of 1 s sleeps could overrun the exec's own limit, which then
+// kills the loop before it can print the state. An exec that still times
+// out means a read of the state file itself hung in the kernel.
 inline ExecResult WaitPortActive(Guest &g, int secs)
 {
 	const std::string state = "/sys/class/infiniband/mthca0/ports/1/state";
-	return g.exec("for i in $(seq 1 " + std::to_string(secs) + "); do grep -q ACTIVE " + state +
-			      " 2>/dev/null && exit 0; sleep 1; done; cat " + state + "; exit 1",
-		      std::chrono::seconds(secs + 30));
+	return g.exec("end=$(($(date +%s) + " + std::to_string(secs) + ")); until grep -q ACTIVE " + state +
+			      " 2>/dev/null; do if [ $(date +%s) -ge $end ]; then echo \"state: $(cat " + state +
+			      " 2>&1)\"; exit 1; fi; sleep 1; done",
+		      std::chrono::seconds(secs + 60));
 }
 
 }  // namespace iblab::vmtest
