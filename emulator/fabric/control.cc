@@ -106,7 +106,7 @@ std::string Fabric::show_links() const
         char line[256];
         std::snprintf(line, sizeof line,
                       "\n%s %s mtu %u latency %lluns tx %llu/%llu drop(mtu %llu/%llu fault %llu/%llu down %llu/%llu)%s",
-                      l->name().c_str(), l->up() ? "up" : !l->admin_up() ? "down" : !l->carrier() ? "no-carrier" : "waiting",
+                      l->name().c_str(), l->up() ? "up" : !l->admin_up() ? "down" : !l->plugged() ? "waiting" : "no-carrier",
                       unsigned(l->params().mtu), (unsigned long long)l->latency_ns(),
                       (unsigned long long)a.tx_packets, (unsigned long long)b.tx_packets,
                       (unsigned long long)a.dropped_mtu, (unsigned long long)b.dropped_mtu,

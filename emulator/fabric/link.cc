@@ -50,7 +50,11 @@ void Link::attach(unsigned side, PortEndpoint* ep, bool reentrant)
     }
     ep_[side] = ep;
     side_[side].reentrant = reentrant;
-    side_[side].carrier = true;
+    // The side's transmitter is its owner's (Wire::set_carrier): an HCA
+    // sets it through the wire before its endpoint plugs in, and keeps it
+    // off until its port is opened. Unplugged, the side forgets it.
+    if (!ep)
+        side_[side].carrier = true;
     side_[side].busy = 0;
     dir_[side ^ 1].notify_pending = false;
     update_phys();

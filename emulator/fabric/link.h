@@ -131,6 +131,8 @@ public:
     bool up() const { return phys_up_; }
     // Both endpoints' transmitters are on (see Wire::set_carrier).
     bool carrier() const { return side_[0].carrier && side_[1].carrier; }
+    // Both ends are plugged in.
+    bool plugged() const { return ep_[0] && ep_[1]; }
 
     const LinkParams& params() const { return cfg_.params; }
     void set_mtu(uint16_t mtu) { cfg_.params.mtu = mtu; }

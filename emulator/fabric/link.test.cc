@@ -69,9 +69,15 @@ TEST_F(LinkTest, CarrierOffTakesTheLinkDownForBothEnds)
     EXPECT_TRUE(l->up());
     EXPECT_EQ(b.link_events, (std::vector<bool>{true, false, true}));
 
+    // The transmitter is the side's owner's: a new endpoint plugged in
+    // does not turn it back on; unplugging the side does.
     l->wire(1).set_carrier(false);
     EXPECT_FALSE(l->up());
     TestPort c;
+    l->attach(1, &c, false);
+    EXPECT_FALSE(l->carrier());
+    EXPECT_FALSE(l->up());
+    l->attach(1, nullptr, false);
     l->attach(1, &c, false);
     EXPECT_TRUE(l->carrier());
     EXPECT_TRUE(l->up());

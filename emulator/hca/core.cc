@@ -195,9 +195,9 @@ void Core::power_on()
     db_hi_latch_.clear();
     if (catas()) {
         catas_.fill(0);
-        IBEMU_INFO(cfg_.name, "reset clears the catastrophic error; carrier on");
-        set_carrier(true);
+        IBEMU_INFO(cfg_.name, "reset clears the catastrophic error");
     }
+    update_carrier();
 }
 
 void Core::raise_catas(uint32_t syndrome)
@@ -208,14 +208,14 @@ void Core::raise_catas(uint32_t syndrome)
     }
     catas_[0] = syndrome ? syndrome : 1;
     IBEMU_INFO(cfg_.name, "catastrophic error 0x%08x: data path stopped, carrier off", catas_[0]);
-    set_carrier(false);
+    update_carrier();
 }
 
-void Core::set_carrier(bool on)
+void Core::update_carrier()
 {
     for (unsigned p = 0; p < num_ports_; ++p)
         if (wires_[p])
-            wires_[p]->set_carrier(on);
+            wires_[p]->set_carrier(ports_[p].ib_open && !catas());
 }
 
 uint32_t Core::hcr_read(unsigned dword) const { return dword < hcr_.size() ? hcr_[dword] : 0; }

@@ -209,7 +209,7 @@ public:
     // event is raised any more, and the ports turn their carrier off, which
     // takes their links down. Firmware commands keep being answered, so a
     // driver can tear the device down; the reset register (power_on)
-    // brings the chip back with its carrier on.
+    // clears the error, and the carrier comes back with the next INIT_IB.
     void raise_catas(uint32_t syndrome);
     bool catas() const { return catas_[0] != 0; }
     // Dword `i` of the error buffer (0 past its end).
@@ -500,7 +500,13 @@ private:
     SpecialQp special_kind(uint32_t qpn, uint8_t* port) const;
 
     // Every attached port's transmitter on or off (core.cc).
-    void set_carrier(bool on);
+    // A port's transmitter is on while the port is open (INIT_IB until
+    // CLOSE_IB, CLOSE_HCA or a reset) and the chip has not failed: an
+    // InfiniHost port only trains its link once the driver has opened it,
+    // so the switch (and the SM behind it) sees the link come up when the
+    // port's SMA can answer, and go down again when the driver closes it.
+    // Called wherever one of those inputs changes.
+    void update_carrier();
 
     // events.cc
     bool write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);

@@ -477,6 +477,7 @@ Status Core::cmd_close_hca(Cmd& c)
         ports_[p].state = PortState::Down;
         ports_[p].update_phys();
     }
+    update_carrier();
     intx_cause_ = 0;
     update_intx();
     layout_ = HcaLayout{};
@@ -515,8 +516,10 @@ Status Core::cmd_init_ib(Cmd& c)
         node_.sys_image_guid = kSiGuid.get(in);
     p.ib_open = true;
     // Without a fabric the PHY keeps polling for a peer; a fabric reports
-    // the link through set_port_link().
+    // the link through set_port_link(), which the carrier turned on here
+    // may call at once.
     p.update_phys();
+    update_carrier();
     if (p.link_present && p.state == PortState::Down)
         p.state = PortState::Init;
     c.note = std::string("port ") + std::to_string(port) + " " + port_state_name(p.state) + "/" +
@@ -536,6 +539,7 @@ Status Core::cmd_close_ib(Cmd& c)
     p.update_phys();
     if (p.state != PortState::Down)
         set_port_state(port, PortState::Down);
+    update_carrier();
     return Status::Ok;
 }
 

@@ -456,6 +456,7 @@ void Core::attach_port(unsigned port, Wire* wire)
         return;
     wires_[port - 1] = wire;
     arb_pushed_[port - 1] = ~0u;  // the new wire learns the port's VL arbitration
+    update_carrier();
 }
 
 void Core::port_link_changed(unsigned port, bool up, const LinkParams& lp)

@@ -62,25 +62,36 @@ TEST_F(QpEngine, PortsAttachAndLinkState)
 }
 
 // The driver resets the HCA at probe, after the fabric attached it: the
-// link must survive the reset and come back with INIT_IB.
+// cable stays plugged, but the port's transmitter is off from the reset
+// until INIT_IB opens the port again (an InfiniHost port trains only once
+// opened), and CLOSE_IB turns it off: the peer sees the link go down when
+// the driver closes the port and come up when its SMA can answer.
 TEST_F(QpEngine, LinkSurvivesDeviceReset)
 {
+    EXPECT_TRUE(link.carrier[0]);
     a.d.write_be32(0, kResetOffset, 1);
     EXPECT_TRUE(a.core().ports()[0].link_present);
     EXPECT_EQ(a.core().ports()[0].phys, PhysState::Disabled);  // until INIT_IB
+    EXPECT_FALSE(link.carrier[0]) << "a port nobody opened transmits";
+    EXPECT_TRUE(link.carrier[1]);
     a.d.rewind();
     a.d.bring_up(true);
+    EXPECT_FALSE(link.carrier[0]);
     std::memset(a.d.in().data(), 0, 0x38);
     put32(a.d.in(), 0, (4u << 12) | (3u << 8) | (4u << 4));
     ASSERT_EQ(a.d.cmd(op::kInitIb, a.d.in_box(), 0, 1), Status::Ok);
     EXPECT_EQ(a.core().ports()[0].phys, PhysState::LinkUp);
     EXPECT_EQ(a.core().ports()[0].state, PortState::Init);
+    EXPECT_TRUE(link.carrier[0]) << "INIT_IB did not turn the transmitter on";
+    ASSERT_EQ(a.d.cmd(op::kCloseIb, 0, 0, 1), Status::Ok);
+    EXPECT_FALSE(link.carrier[0]) << "CLOSE_IB left the transmitter on";
+    EXPECT_TRUE(link.carrier[1]);
 }
 
 // A catastrophic error: the error buffer reads the syndrome, the carrier
 // goes off, nothing moves (no packet out, none taken in, no completion or
 // event), firmware commands are still answered, and the reset register
-// brings the chip back healthy with its carrier on.
+// brings the chip back healthy (its carrier then waits for INIT_IB).
 TEST_F(QpEngine, CatastrophicErrorStopsTheChipUntilReset)
 {
     connect(QpService::Rc);
@@ -120,7 +131,7 @@ TEST_F(QpEngine, CatastrophicErrorStopsTheChipUntilReset)
     a.d.write_be32(0, kResetOffset, 1);
     EXPECT_FALSE(a.core().catas());
     EXPECT_EQ(a.d.read_be32(0, kCatasBase), 0u);
-    EXPECT_TRUE(link.carrier[0]);
+    EXPECT_FALSE(link.carrier[0]) << "the carrier comes back with INIT_IB, not with the reset";
 }
 
 // A two-port HCA with a cable from port 1 to port 2: RC between a QP on
