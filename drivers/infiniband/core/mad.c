@@ -1290,14 +1290,12 @@ static int mad_post_recv(struct ib_mad_qp *mqp, struct ib_mad_rbuf *rb)
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 
+	/* The caller reserved the slot (recv_count) already. */
 	spin_lock_irqsave(&mqp->lock, irq);
 	list_add_tail(&rb->qp_list, &mqp->recv_posted);
-	mqp->recv_count++;
 	ret = ib_post_recv(mqp->qp, &wr, &bad);
-	if (ret) {
+	if (ret)
 		list_del(&rb->qp_list);
-		mqp->recv_count--;
-	}
 	spin_unlock_irqrestore(&mqp->lock, irq);
 	if (ret)
 		dma_unmap_single(dma, rb->dma, sizeof(rb->data),
@@ -1305,25 +1303,34 @@ static int mad_post_recv(struct ib_mad_qp *mqp, struct ib_mad_rbuf *rb)
 	return ret;
 }
 
-/* Top the receive queue up to IB_MAD_RECV_DEPTH buffers. */
+/*
+ * Top the receive queue up to IB_MAD_RECV_DEPTH buffers.  Each buffer's
+ * slot is reserved under the QP's lock before the buffer is made, and
+ * given back if it cannot be posted: the port's open and a refill after
+ * a receive completion may fill the same ring at once.
+ */
 static int mad_fill_recv(struct ib_mad_qp *mqp)
 {
 	struct ib_mad_rbuf *rb;
 	unsigned long irq;
-	int count, ret;
+	int ret;
 
 	for (;;) {
 		spin_lock_irqsave(&mqp->lock, irq);
-		count = mqp->recv_count;
-		spin_unlock_irqrestore(&mqp->lock, irq);
-		if (count >= IB_MAD_RECV_DEPTH)
+		if (mqp->recv_count >= IB_MAD_RECV_DEPTH) {
+			spin_unlock_irqrestore(&mqp->lock, irq);
 			return 0;
+		}
+		mqp->recv_count++;
+		spin_unlock_irqrestore(&mqp->lock, irq);
+
 		rb = ib_mad_rbuf_alloc(mqp, GFP_KERNEL);
-		if (!rb)
-			return -ENOMEM;
-		ret = mad_post_recv(mqp, rb);
+		ret = rb ? mad_post_recv(mqp, rb) : -ENOMEM;
 		if (ret) {
 			kfree(rb);
+			spin_lock_irqsave(&mqp->lock, irq);
+			mqp->recv_count--;
+			spin_unlock_irqrestore(&mqp->lock, irq);
 			return ret;
 		}
 	}

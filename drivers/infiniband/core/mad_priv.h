@@ -92,7 +92,11 @@ struct ib_mad_rbuf {
  * @dead: the device had a fatal error: nothing is posted any more, and
  *	what was posted has been reaped as flushed
  * @recv_posted: receive buffers the HCA holds
- * @recv_count: how many
+ * @recv_count: how many, plus the slots a filler has reserved and not yet
+ *	posted.  A filler reserves its slot under @lock before it allocates
+ *	and posts, so two fillers (the port's open and the refill after a
+ *	receive completion, which can run at once) never post more than
+ *	IB_MAD_RECV_DEPTH receives between them.
  * @rq_short: the receive ring could not be topped up; the port's
  *	refill_work tries again.  Only on the port's workqueue.
  * @rq_stopped: the receives were flushed: the ring is not refilled any
