@@ -8,7 +8,8 @@
 //  - the traffic went over IPoIB-CM: both interfaces say "connected" with
 //    MTU 65520, a 60000-byte ping with DF set crosses (datagram mode's MTU
 //    is 2044), and during the run each guest holds RC QPs of ib_ipoib in
-//    RTS (rdma resource show qp);
+//    RTS (rdma resource show qp), the same ones at the end (none failed
+//    and was reconnected);
 //  - no IPoIB CM error in either guest's dmesg;
 //  - zero link drops and zero transport retries on the emulator's counters
 //    and PortXmitDiscards/PortRcvErrors 0 on every port (perfquery).
@@ -100,6 +101,16 @@ protected:
 		return err;
 	}
 
+	// "lqpn/rqpn" of every RC QP of ib_ipoib in RTS, one per line.
+	static std::string IpoibRcQps(const std::string &rdma)
+	{
+		std::string out;
+		std::regex re("lqpn ([0-9]+) rqpn ([0-9]+) type RC state RTS[^\\n]*comm \\[ib_ipoib\\]");
+		for (auto it = std::sregex_iterator(rdma.begin(), rdma.end(), re); it != std::sregex_iterator(); ++it)
+			out += std::string((*it)[1]) + "/" + std::string((*it)[2]) + "\n";
+		return out;
+	}
+
 	static void ExpectZero(const std::string &where, const std::string &perfquery)
 	{
 		for (const char *c : {"PortXmitDiscards", "PortRcvErrors"}) {
@@ -128,14 +139,18 @@ TEST_F(IpoibCm, BidirectionalIperf3For60sLosesNothing)
 	auto cli = guest("vm0").start_exec(
 		std::string("iperf3 -J --bidir -t ") + std::to_string(kSeconds) + " -c " + kIp[1], 240s);
 
-	// Mid-run: each side holds connected (RC) QPs of ib_ipoib in RTS.
-	std::this_thread::sleep_for(std::chrono::seconds(kSeconds / 3));
-	for (const char *vm : {"vm0", "vm1"}) {
-		auto q = Run(guest(vm), "rdma resource show qp");
+	// Early in the run: each side holds connected (RC) QPs of ib_ipoib in
+	// RTS. The same QPs must still be there at the end: a CM connection
+	// that failed (IPoIB-CM asks for retry_count 0, and logs a retry
+	// exceeded only at debug level) would have been replaced by a new one.
+	std::this_thread::sleep_for(8s);
+	std::string early[2];
+	for (int i = 0; i < 2; ++i) {
+		auto q = Run(guest("vm" + std::to_string(i)), "rdma resource show qp");
 		EXPECT_TRUE(Ok(q));
-		std::printf("%s: rdma resource show qp\n%s", vm, q.output.c_str());
-		EXPECT_TRUE(std::regex_search(q.output, std::regex("type RC state RTS[^\\n]*ib_ipoib")))
-			<< vm << ": no RC QP of ib_ipoib in RTS during the run\n" << q.output;
+		std::printf("vm%d: rdma resource show qp\n%s", i, q.output.c_str());
+		early[i] = IpoibRcQps(q.output);
+		EXPECT_NE(early[i], "") << "vm" << i << ": no RC QP of ib_ipoib in RTS during the run\n" << q.output;
 	}
 
 	ASSERT_TRUE(cli->wait_for(std::chrono::seconds(kSeconds + 120))) << "iperf3 client did not finish";
@@ -143,6 +158,12 @@ TEST_F(IpoibCm, BidirectionalIperf3For60sLosesNothing)
 	ExecResult c = cli->result(), s = srv->result();
 	ASSERT_TRUE(Ok(c)) << "iperf3 client";
 	ASSERT_TRUE(Ok(s)) << "iperf3 server";
+
+	for (int i = 0; i < 2; ++i) {
+		auto q = Run(guest("vm" + std::to_string(i)), "rdma resource show qp");
+		EXPECT_TRUE(Ok(q));
+		EXPECT_EQ(IpoibRcQps(q.output), early[i]) << "vm" << i << ": the IPoIB-CM QPs changed\n" << q.output;
+	}
 
 	// Both reports: every interval moved bytes both ways.
 	for (auto [who, json] : {std::pair<std::string, std::string>{"client", c.output}, {"server", s.output}}) {
