@@ -13,6 +13,9 @@
 //        (packets leaving that port; deterministic for a seed)
 //   mtu <node>:<port> 256|512|1024|2048|4096
 //   latency <node>:<port> <ns> [rate]
+//   rate [on [burst <ns>] | off]
+//        (the rate model on every link: no more than width x speed; burst:
+//        idle wire time a late wake may make up for, default 5 ms; see link.h)
 //   counters <node>:<port>
 //   capture start <file> [pcap|erf|ib] [<node>:<port> ...] | capture stop
 //        (pcap: LINKTYPE_ERF with ERF InfiniBand records, which tshark 4.0
@@ -37,6 +40,7 @@ const char* const kHelp =
     "  drop <node>:<port> off | <percent>[%] | every <n>  [seed <n>]\n"
     "  mtu <node>:<port> 256|512|1024|2048|4096\n"
     "  latency <node>:<port> <ns> [rate]\n"
+    "  rate [on [burst <ns>] | off]\n"
     "  counters <node>:<port>\n"
     "  capture start <file> [pcap|erf|ib] [<node>:<port> ...] | capture stop";
 
@@ -105,14 +109,14 @@ std::string Fabric::show_links() const
         const LinkCounters& b = l->counters(1);
         char line[256];
         std::snprintf(line, sizeof line,
-                      "\n%s %s mtu %u latency %lluns tx %llu/%llu drop(mtu %llu/%llu fault %llu/%llu down %llu/%llu)%s",
+                      "\n%s %s mtu %u latency %lluns tx %llu/%llu drop(mtu %llu/%llu fault %llu/%llu down %llu/%llu)%s%s",
                       l->name().c_str(), l->up() ? "up" : !l->admin_up() ? "down" : !l->plugged() ? "waiting" : "no-carrier",
                       unsigned(l->params().mtu), (unsigned long long)l->latency_ns(),
                       (unsigned long long)a.tx_packets, (unsigned long long)b.tx_packets,
                       (unsigned long long)a.dropped_mtu, (unsigned long long)b.dropped_mtu,
                       (unsigned long long)a.dropped_fault, (unsigned long long)b.dropped_fault,
                       (unsigned long long)a.dropped_down, (unsigned long long)b.dropped_down,
-                      l->tap() ? " captured" : "");
+                      l->tap() ? " captured" : "", l->rate_model() ? " rate" : "");
         o << line;
     }
     return o.str();
@@ -305,6 +309,25 @@ std::string Fabric::control(std::string_view line)
             return error(err);
         l->set_latency(ns, w.size() == 4);
         return "ok " + l->name() + " latency " + std::to_string(ns) + "ns" + (w.size() == 4 ? " rate" : "");
+    }
+    if (cmd == "rate") {
+        // The whole fabric at once; a link's own `latency ... rate` still
+        // sets one link.
+        uint64_t burst = kDefaultRateBurstNs;
+        bool on = false;
+        if (w.size() == 1) {
+            unsigned n = 0;
+            for (const auto& x : links_)
+                n += x->rate_model() ? 1 : 0;
+            return "ok rate on " + std::to_string(n) + " of " + std::to_string(links_.size()) + " links";
+        }
+        if (w[1] == "on" && (w.size() == 2 || (w.size() == 4 && w[2] == "burst" && to_u64(w[3], &burst) &&
+                                               burst <= 1000000000ull)))
+            on = true;
+        else if (!(w[1] == "off" && w.size() == 2))
+            return error("usage: rate [on [burst <ns>] | off]");
+        set_rate_model(on, burst);
+        return on ? "ok rate on, burst " + std::to_string(burst) + "ns" : std::string("ok rate off");
     }
     if (cmd == "counters") {
         if (w.size() != 2)

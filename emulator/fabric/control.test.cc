@@ -97,6 +97,31 @@ TEST_F(ControlTest, MtuLatencyShow)
     EXPECT_TRUE(ok(fab.control("help")));
 }
 
+// `rate on|off` switches the rate model of every link; off (the default)
+// a zero-latency link delivers at once.
+TEST_F(ControlTest, RateModelOnAndOff)
+{
+    EXPECT_EQ(fab.control("rate"), "ok rate on 0 of 1 links");
+    EXPECT_EQ(deliver(1), 1u);
+    EXPECT_EQ(fab.control("rate on"), "ok rate on, burst 5000000ns");
+    EXPECT_EQ(fab.control("rate"), "ok rate on 1 of 1 links");
+    auto r = fab.control("show links");
+    EXPECT_NE(r.find(") rate"), std::string::npos) << r;
+    // 28 header + 8 payload + 6 CRC bytes at 4x SDR (8 Gb/s): 42 ns.
+    EXPECT_EQ(deliver(1), 0u);
+    fab.scheduler().run_until(clock, 41);
+    EXPECT_EQ(b.rx.size(), 1u);
+    fab.scheduler().run_until(clock, 42);
+    EXPECT_EQ(b.rx.size(), 2u);
+    EXPECT_TRUE(ok(fab.control("rate on burst 0")));
+    EXPECT_EQ(fab.control("rate off"), "ok rate off");
+    EXPECT_EQ(fab.control("rate"), "ok rate on 0 of 1 links");
+    EXPECT_EQ(deliver(3), 3u);
+    for (const char* bad : {"rate on burst", "rate on burst x", "rate on burst 2000000000", "rate maybe",
+                            "rate off now", "rate on 5"})
+        EXPECT_TRUE(err(fab.control(bad))) << bad;
+}
+
 TEST_F(ControlTest, CaptureStartStop)
 {
     std::string path = "/tmp/ibemu-fabric-ctl-" + std::to_string(getpid()) + ".pcap";

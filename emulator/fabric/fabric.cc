@@ -25,6 +25,12 @@ Fabric::~Fabric()
     links_.clear();
 }
 
+void Fabric::set_rate_model(bool on, uint64_t burst_ns)
+{
+    for (auto& l : links_)
+        l->set_rate_model(on, burst_ns);
+}
+
 std::string Fabric::node_label(unsigned node) const
 {
     const TopoNode& n = topo_.nodes[node];

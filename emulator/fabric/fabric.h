@@ -112,6 +112,10 @@ public:
     Link* link_at(std::string_view node, unsigned port, unsigned* side);
     const std::vector<std::unique_ptr<Link>>& links() const { return links_; }
 
+    // The rate model (link.h) on or off on every link; `burst_ns` as
+    // LinkConfig::rate_burst_ns. Off by default (FabricOptions::link).
+    void set_rate_model(bool on, uint64_t burst_ns = kDefaultRateBurstNs);
+
     uint64_t next_deadline() const { return sched_.next_deadline(); }
     void run_due() { sched_.settle(); }
 

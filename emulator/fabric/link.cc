@@ -94,6 +94,12 @@ void Link::set_latency(uint64_t ns, bool model_rate)
     cfg_.model_rate = model_rate;
 }
 
+void Link::set_rate_model(bool on, uint64_t burst_ns)
+{
+    cfg_.model_rate = on;
+    cfg_.rate_burst_ns = on ? burst_ns : 0;
+}
+
 void Link::set_fault(unsigned from_side, const FaultConfig& f)
 {
     Direction& d = dir_[from_side & 1];
@@ -116,6 +122,7 @@ void Link::flush(Direction& d)
     }
     d.count = 0;
     d.wire_free = 0;
+    d.wire_free_ps = 0;
 }
 
 bool Link::Direction::fault_drop()
@@ -440,15 +447,26 @@ void Link::Direction::fire(uint64_t now)
                 break;
             if (rate) {
                 // Onto the wire: one packet per serialisation time (headers,
-                // payload, ICRC and VCRC at the link's data rate).
+                // payload, ICRC and VCRC at the link's data rate), from when
+                // the wire is free, or up to rate_burst_ns earlier than now
+                // if it has been idle (see link.h).
                 Slot* s = vq[unsigned(vl)].head;
                 uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
+                uint64_t burst = l.cfg_.rate_burst_ns;
+                uint64_t floor = now > burst ? now - burst : 0;
+                if (wire_free + (wire_free_ps ? 1 : 0) < floor) {  // idle since before `floor`
+                    wire_free = floor;
+                    wire_free_ps = 0;
+                }
                 double gbps = link_data_rate_gbps(l.cfg_.params.width, l.cfg_.params.speed);
-                uint64_t ser = gbps > 0 ? uint64_t(double(uint64_t(bytes + 6) * 8) / gbps) : 0;
+                uint64_t ps = gbps > 0 ? uint64_t(double(uint64_t(bytes + 6) * 8) * 1000.0 / gbps + 0.5) : 0;
+                ps += wire_free_ps;
+                wire_free += ps / 1000;
+                wire_free_ps = uint32_t(ps % 1000);
                 charge(unsigned(vl), bytes);
                 s->crossed = true;
-                s->due = now + ser;
-                wire_free = s->due;
+                // Arrives when its last byte has crossed (the next whole ns).
+                s->due = wire_free + (wire_free_ps ? 1 : 0);
                 continue;
             }
         }

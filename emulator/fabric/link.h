@@ -13,6 +13,14 @@
 //    with the rate model, one packet per serialisation time at width x
 //    speed (8b/10b). Slots are allocated the first time a direction needs
 //    them (a link that never queues costs no buffer) and reused.
+//  - Rate model: the wire carries the packet's bytes (LRH to ICRC, plus the
+//    2-byte VCRC) at link_data_rate_gbps(), serialisation times kept to the
+//    picosecond so small packets do not round the rate up. A packet starts
+//    when the wire is free and no earlier than `rate_burst_ns` before now:
+//    with 0, when it is picked (exact in virtual time); with B > 0 the wire
+//    may make up for up to B of idle time a late Scheduler wake cost it (a
+//    server that polls in 1 ms steps), so over any interval T it carries at
+//    most rate x (T + B) and, saturated, rate x T in wall time as well.
 //  - Credits (IBA 7.9): each data VL of a direction has a receive buffer of
 //    `vl_credits` 64-byte blocks. A queued packet holds its blocks until the
 //    receiver takes it. Wire::ready() says whether a packet fits; a sender
@@ -59,10 +67,16 @@ inline constexpr unsigned kMaxSyncDepth = 64;
 // more than a multicast to every port of a 1000-node lab needs.
 inline constexpr uint64_t kMaxSyncDeliveries = 8192;
 
+// The burst the fabric's `rate on` gives (LinkConfig::rate_burst_ns): the
+// server's poll() sleeps in whole milliseconds and wakes late on a loaded
+// host, so a wire may have to make up for a few milliseconds of idle time.
+inline constexpr uint64_t kDefaultRateBurstNs = 5000000;
+
 struct LinkConfig {
     LinkParams params;
     uint64_t latency_ns = 0;
     bool model_rate = false;
+    uint64_t rate_burst_ns = 0;    // rate model: idle wire time it may make up for
     unsigned slots = 1024;         // most packets queued per direction (slots made on demand)
     uint32_t slot_payload = 4096;  // largest payload a slot holds
     uint32_t vl_credits = 2048;    // receive buffer per data VL, 64-byte blocks (128 KiB)
@@ -138,6 +152,11 @@ public:
     void set_mtu(uint16_t mtu) { cfg_.params.mtu = mtu; }
     void set_latency(uint64_t ns, bool model_rate);
     uint64_t latency_ns() const { return cfg_.latency_ns; }
+    // The rate model on or off, keeping the latency; `burst_ns` as
+    // LinkConfig::rate_burst_ns.
+    void set_rate_model(bool on, uint64_t burst_ns = 0);
+    bool rate_model() const { return cfg_.model_rate; }
+    uint64_t rate_burst_ns() const { return cfg_.rate_burst_ns; }
     uint32_t vl_credits() const { return cfg_.vl_credits; }
     void set_vl_credits(uint32_t blocks) { cfg_.vl_credits = blocks ? blocks : 1; }
     // Packets queued in a direction, and the credits they hold on `vl`.
@@ -185,6 +204,7 @@ private:
         uint64_t generation = 0;  // bumped when the queue is flushed
         bool notify_pending = false;  // link_changed owed to the receiving side
         uint64_t wire_free = 0;   // rate model: the wire is busy until then
+        uint32_t wire_free_ps = 0;  // ... and this many picoseconds (< 1000)
         // VL arbitration state (IBA 7.6.9).
         VlArbitration arb;
         unsigned hi_idx = 0, lo_idx = 0;

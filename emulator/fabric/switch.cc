@@ -107,6 +107,8 @@ Switch::Switch(Scheduler& sched, const SwitchConfig& cfg) : sched_(sched), cfg_(
     mft_positions_ = (cfg_.num_ports + 1 + 15) / 16;
     mft_.assign(size_t(cfg_.mft_cap) * mft_positions_, 0);
     sl2vl_.assign(size_t(cfg_.num_ports + 1) * (cfg_.num_ports + 1) * 8, 0);
+    egress_waiters_.resize(size_t(cfg_.num_ports + 1) * 16);
+    waiting_for_.assign(size_t(cfg_.num_ports + 1) * 16, -1);
 }
 
 Switch::~Switch()
@@ -138,38 +140,63 @@ uint8_t Switch::out_vl(unsigned in, unsigned out, uint8_t sl) const
     return sl_to_vl(&sl2vl_[(size_t(in) * (N + 1) + out) * 8], sl);
 }
 
+void Switch::stop_waiting(unsigned in, unsigned in_vl)
+{
+    int32_t& w = waiting_for_[size_t(in) * 16 + in_vl];
+    if (w < 0)
+        return;
+    std::vector<uint16_t>& line = egress_waiters_[size_t(w)];
+    auto it = std::find(line.begin(), line.end(), uint16_t(in << 4 | in_vl));
+    if (it != line.end())
+        line.erase(it);
+    w = -1;
+}
+
 bool Switch::accepts(unsigned in, const Packet& p)
 {
+    unsigned in_vl = p.vl & 15;
     // Whatever the switch would drop anyway (or hand to its own SMA/PMA) is
     // taken: only a packet it would forward can wait for credits.
-    if (p.vl == kSmpVl)
+    auto take = [&] {
+        stop_waiting(in, in_vl);
         return true;
+    };
+    if (p.vl == kSmpVl)
+        return take();
     const Port& ip = ports_[in];
     if (ip.state != PortState::Armed && ip.state != PortState::Active)
-        return true;
+        return take();
     PacketView v = view_packet(p);
     if (!v.valid || lid_is_mine(v.dlid))
-        return true;
-    uint32_t bytes = p.hdr_len + p.payload_len;
-    auto room = [&](unsigned out) {
-        Port& o = ports_[out];
-        if (!o.wire || !o.link_up || o.disabled || o.state != PortState::Active)
-            return true;
-        return o.wire->ready(out_vl(in, out, v.sl), bytes);
-    };
+        return take();
     uint16_t dlid = v.dlid;
     // Multicast is not held back: a copy that finds an egress full is
     // queued past its credits (over_credit), as a loop in the MFT would
     // otherwise circulate for ever (a real switch ends it with the HOQ
     // lifetime, which is not modelled).
     if (dlid >= kMulticastLidBase && dlid != kPermissiveLid)
-        return true;
+        return take();
     if (dlid == 0 || dlid == kPermissiveLid || dlid >= lft_.size() || (lft_top_ && dlid > lft_top_))
-        return true;
+        return take();
     uint8_t out = lft_[dlid];
     if (out == 0xff || out == 0 || out > cfg_.num_ports || out == in)
-        return true;
-    return room(out);
+        return take();
+    uint8_t vl = out_vl(in, out, v.sl) & 15;
+    Port& o = ports_[out];
+    bool room = !o.wire || !o.link_up || o.disabled || o.state != PortState::Active ||
+                o.wire->ready(vl, p.hdr_len + p.payload_len);
+    int32_t key = int32_t(out) * 16 + vl;
+    std::vector<uint16_t>& line = egress_waiters_[size_t(key)];
+    uint16_t me = uint16_t(in << 4 | in_vl);
+    if (room && (line.empty() || line.front() == me))
+        return take();
+    // Wait in line (once); a head that now goes elsewhere leaves its old line.
+    if (waiting_for_[size_t(in) * 16 + in_vl] != key) {
+        stop_waiting(in, in_vl);
+        line.push_back(me);
+        waiting_for_[size_t(in) * 16 + in_vl] = key;
+    }
+    return false;
 }
 
 PortState Switch::port_state(unsigned n) const { return n < ports_.size() ? ports_[n].state : PortState::Down; }
@@ -205,6 +232,9 @@ void Switch::link_changed(unsigned n, bool up, const LinkParams& params)
         ++p.ctr.link_downed;
     p.link_up = up;
     p.params = params;
+    if (!up)  // the link flushed whatever waited in this port's buffer
+        for (unsigned vl = 0; vl < 16; ++vl)
+            stop_waiting(n, vl);
     // IBA 7.2: the logical state follows the physical link: DOWN while it is
     // down, INIT once it trained.
     set_state(n, up ? PortState::Init : PortState::Down);

@@ -113,9 +113,13 @@ private:
     class Endpoint;
 
     void receive(unsigned in, const Packet& p);
-    // Flow control: whether every egress port `p` would leave by has credits
-    // for it on its VL (PortEndpoint::accepts); no state changes.
+    // Flow control: whether the packet at the head of ingress port `in`'s VL
+    // may be taken now (PortEndpoint::accepts): its egress port has credits
+    // for it on its VL and it is that ingress port's turn there (ingress
+    // arbitration, below).
     bool accepts(unsigned in, const Packet& p);
+    // Ingress `in`'s VL `in_vl` no longer waits for an egress port.
+    void stop_waiting(unsigned in, unsigned in_vl);
     // The VL a data packet with `sl` leaves port `out` on (SLtoVLMappingTable).
     uint8_t out_vl(unsigned in, unsigned out, uint8_t sl) const;
     // Port n's transmitter gets its VLArbitrationTable and VLHighLimit.
@@ -171,6 +175,17 @@ private:
     unsigned mft_positions_ = 1;
     std::vector<uint8_t> sl2vl_;               // [(in * (N+1) + out) * 8]
     std::vector<std::pair<unsigned, bool>> pending_enable_;
+    // Ingress arbitration: the ingress ports whose head packet waits for an
+    // egress port and VL are served in the order they first found it busy,
+    // one packet each, then to the back of the line; so one busy ingress port
+    // cannot take every credit the egress frees and starve another (links
+    // retry refused heads in a fixed scan order). Entries are (in << 4 |
+    // in_vl), oldest first, per (out * 16 + out_vl). A head leaves the line
+    // when accepts() takes it (or would drop it) and when its link goes down,
+    // the only ways it can leave the ingress buffer; waiting_for_ says, per
+    // (in * 16 + in_vl), which line it is in (-1: none).
+    std::vector<std::vector<uint16_t>> egress_waiters_;
+    std::vector<int32_t> waiting_for_;
     uint64_t trap_tid_ = 0x5357000000000000ull;
     uint64_t dropped_smps_ = 0;
 };
