@@ -6,12 +6,15 @@
 //               back (no SM: both ports stay INIT). ibv_devices and
 //               ibv_devinfo -v print the same on both, once each guest's
 //               GUIDs are replaced by a placeholder; the class and device
-//               files libibverbs reads are there; ib_uverbs unloads.
+//               files libibverbs reads are there; the write() ABI cases
+//               of tests/uverbs/abi_check answer as upstream's; ib_uverbs
+//               unloads.
 //
 // With IBSTACK_OURS_STACK=upstream vm0 runs upstream too (vm_fixture.h),
 // which checks the test itself.
 #include <cstdio>
 #include <regex>
+#include <sstream>
 
 #include "vm_fixture.h"
 
@@ -118,6 +121,38 @@ TEST_F(OursUverbs, DevicesAndDevinfoAsUpstream)
 			EXPECT_NE(na.find("GID[  0]:\t\tfe80:0000:0000:0000:<port-guid>"), std::string::npos) << na;
 		}
 	}
+}
+
+// tests/uverbs/abi_check: each write()/ioctl() case gives the same result
+// (the same errno) on our stack as on upstream's.
+TEST_F(OursUverbs, AbiCasesAsUpstream)
+{
+	Guest &ours = guest("vm0"), &up = guest("vm1");
+	auto a = Run(ours, UVERBS_ABI_CHECK_BINARY " 2>&1");
+	auto b = Run(up, UVERBS_ABI_CHECK_BINARY " 2>&1");
+	ASSERT_TRUE(Ok(a));
+	ASSERT_TRUE(Ok(b));
+	// Cases that differ on purpose or are not understood yet, left out of
+	// the comparison (Documentation/uverbs.md): upstream has an ioctl()
+	// method (EINVAL for our empty header), we have none (ENOTTY, which is
+	// what sends libibverbs to write()); upstream's async fd answered
+	// read() with EBADF in this run, which is not explained yet.
+	auto without = [](const std::string &text) {
+		std::string out, line;
+		std::istringstream in(text);
+		while (std::getline(in, line))
+			if (line.rfind("ioctl probe:", 0) != 0 && line.rfind("async read,", 0) != 0)
+				out += line + "\n";
+		return out;
+	};
+	EXPECT_EQ(without(a.output), without(b.output))
+		<< "ours (vm0):\n" << a.output << "\nupstream (vm1):\n" << b.output;
+	// The cases the issue names, by value, so that equality means something.
+	for (const char *line : {"ioctl probe: ENOTTY\n", "unknown command 200: EOPNOTSUPP\n",
+				 "unknown extended command: EOPNOTSUPP\n", "GET_CONTEXT: ok\n",
+				 "async fd is open: ok\n", "DEALLOC_PD: ok\n", "DEALLOC_PD twice: ENOENT\n",
+				 "async read, short buffer: EINVAL\n", "async read, nothing queued: EAGAIN\n"})
+		EXPECT_NE(a.output.find(line), std::string::npos) << line << "in:\n" << a.output;
 }
 
 // Last: ib_uverbs goes away once nothing uses it, and comes back.
