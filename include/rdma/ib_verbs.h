@@ -28,6 +28,7 @@
 #include <linux/atomic.h>
 #include <linux/dma-mapping.h>
 #include <linux/scatterlist.h>
+#include <linux/uaccess.h>
 #include <asm/byteorder.h>
 
 struct module;
@@ -591,6 +592,38 @@ struct ib_udata {
 	void __user *outbuf;
 	size_t inlen, outlen;
 };
+
+/**
+ * ib_copy_from_udata() - read a verb's private input from user space
+ * @dest: where to
+ * @udata: the user data
+ * @len: bytes wanted; more than @udata->inlen is an error
+ *
+ * Return: 0, -EINVAL when the user gave fewer bytes, or -EFAULT.
+ */
+static inline int ib_copy_from_udata(void *dest, struct ib_udata *udata,
+				     size_t len)
+{
+	if (len > udata->inlen)
+		return -EINVAL;
+	return copy_from_user(dest, udata->inbuf, len) ? -EFAULT : 0;
+}
+
+/**
+ * ib_copy_to_udata() - write a verb's private output to user space
+ * @udata: the user data
+ * @src: what to write
+ * @len: its length; what does not fit in @udata->outlen is left out
+ *	(as the 6.1 kernel does: user space sized the room for its ABI)
+ *
+ * Return: 0 or -EFAULT.
+ */
+static inline int ib_copy_to_udata(struct ib_udata *udata, const void *src,
+				   size_t len)
+{
+	len = min(len, udata->outlen);
+	return copy_to_user(udata->outbuf, src, len) ? -EFAULT : 0;
+}
 
 /* A user-space process's context on a device (see ib_uverbs). */
 struct ib_ucontext {

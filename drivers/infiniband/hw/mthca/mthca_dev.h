@@ -198,6 +198,21 @@ struct mthca_uar {
 	int		index;
 };
 
+/**
+ * struct mthca_ucontext - a user process's context (ib_uverbs)
+ * @ibucontext: the core's part
+ * @uar: the process's own doorbell page, mapped by mmap() at offset 0
+ */
+struct mthca_ucontext {
+	struct ib_ucontext	ibucontext;
+	struct mthca_uar	uar;
+};
+
+static inline struct mthca_ucontext *to_mucontext(struct ib_ucontext *uctx)
+{
+	return container_of(uctx, struct mthca_ucontext, ibucontext);
+}
+
 int mthca_uar_alloc(struct mthca_dev *dev, struct mthca_uar *uar);
 void mthca_uar_free(struct mthca_dev *dev, struct mthca_uar *uar);
 

@@ -11,6 +11,8 @@
 #include <linux/string.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_smi.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/mthca-abi.h>
 
 #include "mthca_dev.h"
 #include "mthca_cmd.h"
@@ -137,7 +139,8 @@ static int mthca_query_device(struct ib_device *ibdev,
 	props->max_mcast_qp_attach = QPS_PER_MGM;
 	props->max_total_mcast_qp_attach = props->max_mcast_qp_attach *
 					   props->max_mcast_grp;
-	props->max_ah = INT_MAX;
+	/* Left 0, as upstream's mthca reports it (ibv_devinfo shows it). */
+	props->max_ah = 0;
 out:
 	kfree(q);
 	return ret;
@@ -270,6 +273,62 @@ out:
 	return ret;
 }
 
+/*
+ * A user context: a UAR of its own, and the sizes libmthca needs (the QP
+ * table for its QPN lookup, the UAR context for its doorbell records).
+ */
+static struct ib_ucontext *mthca_alloc_ucontext(struct ib_device *ibdev,
+						struct ib_udata *udata)
+{
+	struct mthca_dev *dev = to_mdev(ibdev);
+	struct mthca_alloc_ucontext_resp resp = {};
+	struct mthca_ucontext *uctx;
+	int ret;
+
+	uctx = kzalloc(sizeof(*uctx), GFP_KERNEL);
+	if (!uctx)
+		return ERR_PTR(-ENOMEM);
+	ret = mthca_uar_alloc(dev, &uctx->uar);
+	if (ret)
+		goto err_free;
+
+	resp.qp_tab_size = dev->limits.num_qps;
+	resp.uarc_size = dev->layout.uarc_size;
+	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_uar;
+	return &uctx->ibucontext;
+
+err_uar:
+	mthca_uar_free(dev, &uctx->uar);
+err_free:
+	kfree(uctx);
+	return ERR_PTR(ret);
+}
+
+static int mthca_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct mthca_ucontext *uctx = to_mucontext(ibuctx);
+
+	mthca_uar_free(to_mdev(ibuctx->device), &uctx->uar);
+	kfree(uctx);
+	return 0;
+}
+
+/* The context's UAR page, uncached: exactly one page at offset 0. */
+static int mthca_mmap_uar(struct ib_ucontext *ibuctx,
+			  struct vm_area_struct *vma)
+{
+	if (vma->vm_end - vma->vm_start != PAGE_SIZE || vma->vm_pgoff)
+		return -EINVAL;
+	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+	if (io_remap_pfn_range(vma, vma->vm_start,
+			       to_mucontext(ibuctx)->uar.pfn, PAGE_SIZE,
+			       vma->vm_page_prot))
+		return -EAGAIN;
+	return 0;
+}
+
 static struct ib_pd *mthca_alloc_pd(struct ib_device *ibdev,
 				    struct ib_ucontext *uctx,
 				    struct ib_udata *udata)
@@ -284,6 +343,15 @@ static struct ib_pd *mthca_alloc_pd(struct ib_device *ibdev,
 	if (ret) {
 		kfree(pd);
 		return ERR_PTR(ret);
+	}
+	/* libmthca needs the PD number for its CQs (mthca_alloc_pd_resp). */
+	if (udata) {
+		ret = ib_copy_to_udata(udata, &pd->pdn, sizeof(u32));
+		if (ret) {
+			mthca_pd_free(to_mdev(ibdev), pd);
+			kfree(pd);
+			return ERR_PTR(ret);
+		}
 	}
 	return &pd->ibpd;
 }
@@ -509,6 +577,16 @@ int mthca_register_device(struct mthca_dev *dev)
 	ib->reg_phys_mr = mthca_reg_phys_mr;
 	ib->dereg_mr = mthca_dereg_mr;
 	ib->process_mad = mthca_process_mad;
+
+	ib->alloc_ucontext = mthca_alloc_ucontext;
+	ib->dealloc_ucontext = mthca_dealloc_ucontext;
+	ib->mmap = mthca_mmap_uar;
+	ib->uverbs_abi_ver = MTHCA_UVERBS_ABI_VERSION;
+	ib->uverbs_cmd_mask = BIT_ULL(IB_USER_VERBS_CMD_GET_CONTEXT) |
+			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_DEVICE) |
+			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_PORT) |
+			      BIT_ULL(IB_USER_VERBS_CMD_ALLOC_PD) |
+			      BIT_ULL(IB_USER_VERBS_CMD_DEALLOC_PD);
 	mthca_dp_init_verbs(ib);
 
 	ret = ib_register_device(ib);

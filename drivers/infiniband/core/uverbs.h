@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * ib_uverbs: verbs from user space over /dev/infiniband/uverbsN (the
+ * write() ABI 6 of include/uapi/rdma/ib_user_verbs.h).  Shared between
+ * uverbs_main.c (devices, files, event files, the write() framing) and
+ * uverbs_cmd.c (the commands).  Documentation/uverbs.md tells the story.
+ *
+ * Objects and their lifetimes:
+ *  - struct uverbs_device: one per ib_device.  Its struct device (uverbsN
+ *    in class infiniband_verbs) owns the memory; the cdev's kobject pins
+ *    it, so an open file keeps it.  @users counts the open files plus one
+ *    for the client; remove() drops that one and waits on @users_done.
+ *  - struct uverbs_file: one per open uverbsN.  Counted by the open file
+ *    and by its async event file (which may outlive it).
+ *  - struct uverbs_event_file: the async event fd of GET_CONTEXT; counted
+ *    by its struct file and by the uverbs_file.
+ *  - struct uverbs_uobj: one per user object (PD so far), in the file's
+ *    @objs table, created and destroyed only under the file's @mutex.
+ *
+ * Lock order: uverbs_file.mutex, then uverbs_event_file.lock.  The
+ * device's event handler takes only the event file's lock (from any
+ * context, interrupts off).
+ */
+#ifndef UVERBS_H
+#define UVERBS_H
+
+#include <linux/cdev.h>
+#include <linux/completion.h>
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/refcount.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+/**
+ * struct uverbs_device - ib_uverbs' client data for an ib_device
+ * @dev: uverbsN in class infiniband_verbs; its release frees this
+ * @cdev: the character device; its kobject's parent is @dev
+ * @ib_dev: the device; valid for as long as any file is open, since
+ *	remove() waits for the last file (no disassociation yet)
+ * @lock: mutex; guards @dead against open()
+ * @dead: remove() has begun; open() fails with -ENXIO
+ * @users: open files, plus one held by the client until remove()
+ * @users_done: completed when @users drops to zero
+ * @devnum: N
+ */
+struct uverbs_device {
+	struct device		dev;
+	struct cdev		cdev;
+	struct ib_device	*ib_dev;
+	/* guards dead: open() checks it and takes a user under it */
+	struct mutex		lock;
+	bool			dead;
+	refcount_t		users;
+	struct completion	users_done;
+	int			devnum;
+};
+
+struct uverbs_file;
+
+/**
+ * struct uverbs_event_file - an event fd (GET_CONTEXT's async fd)
+ * @ref: held by the struct file and by @ufile's uverbs_file
+ * @lock: spinlock, taken with interrupts off (events arrive from the
+ *	driver's interrupt handler); guards @events and @closed
+ * @events: struct uverbs_event, oldest first
+ * @wait: readers and pollers
+ * @async_queue: SIGIO subscribers
+ * @closed: the fd was released; events are dropped
+ */
+struct uverbs_event_file {
+	struct kref		ref;
+	/* guards events and closed; irqsave */
+	spinlock_t		lock;
+	struct list_head	events;
+	wait_queue_head_t	wait;
+	struct fasync_struct	*async_queue;
+	bool			closed;
+};
+
+/**
+ * struct uverbs_event - one queued event
+ * @list: on the event file's @events
+ * @desc: what read() returns
+ */
+struct uverbs_event {
+	struct list_head	list;
+	struct ib_uverbs_async_event_desc desc;
+};
+
+/**
+ * struct uverbs_file - an open uverbsN
+ * @ref: held by the struct file (dropped at release)
+ * @udev: the device (one of its @users)
+ * @mutex: held across every write() command and the teardown at
+ *	release; guards @ucontext (set once, with release order, so that
+ *	mmap() may read it without the mutex), @async, @handler_registered
+ *	and the
+ *	existence of every object in @objs (objects are added and removed
+ *	only under it, so a command's lookups stay valid until it returns)
+ * @ucontext: the driver context of GET_CONTEXT, or NULL before it
+ * @async: the async event file of GET_CONTEXT, or NULL
+ * @event_handler: delivers port events to @async
+ * @handler_registered: @event_handler is registered
+ * @objs: user handle -> struct uverbs_uobj (the xarray's own lock
+ *	covers its internals; its contents change only under @mutex)
+ */
+struct uverbs_file {
+	struct kref		ref;
+	struct uverbs_device	*udev;
+	/* serialises commands and teardown; never taken under mmap_lock */
+	struct mutex		mutex;
+	struct ib_ucontext	*ucontext;
+	struct uverbs_event_file *async;
+	struct ib_event_handler	event_handler;
+	bool			handler_registered;
+	struct xarray		objs;
+};
+
+/* Types of user objects; teardown at close runs in this order. */
+enum uverbs_obj_type {
+	UVERBS_OBJ_PD,
+	UVERBS_OBJ_TYPES
+};
+
+/**
+ * struct uverbs_uobj - a user object
+ * @uobject: the core's view (handle, user_handle, context)
+ * @type: what @object is
+ * @object: the verbs object (struct ib_pd *, ...)
+ */
+struct uverbs_uobj {
+	struct ib_uobject	uobject;
+	enum uverbs_obj_type	type;
+	void			*object;
+};
+
+/**
+ * struct uverbs_cmd_args - one write() command, unpacked
+ * @file: the file it came in on (its @mutex held)
+ * @in: the core request (after the header)
+ * @inlen: its length
+ * @out: the core response buffer (user pointer), or NULL
+ * @outlen: its length
+ * @udata: the driver's part of request and response
+ */
+struct uverbs_cmd_args {
+	struct uverbs_file	*file;
+	const void __user	*in;
+	size_t			inlen;
+	void __user		*out;
+	size_t			outlen;
+	struct ib_udata		udata;
+};
+
+/**
+ * struct uverbs_cmd_desc - a write() command
+ * @handler: runs it; returns 0 or a negative errno
+ * @req_size: bytes of the core request, at least
+ * @resp_size: bytes of the core response, at least (0: no response)
+ * @has_udata: bytes past the core request/response belong to the driver
+ */
+struct uverbs_cmd_desc {
+	int	(*handler)(struct uverbs_cmd_args *args);
+	u16	req_size;
+	u16	resp_size;
+	bool	has_udata;
+};
+
+extern const struct uverbs_cmd_desc uverbs_cmds[IB_USER_VERBS_CMD_OPEN_QP + 1];
+
+int uverbs_ex_query_device(struct uverbs_cmd_args *args);
+
+/* uverbs_main.c */
+struct uverbs_event_file *uverbs_async_file_create(struct file **filp);
+void uverbs_event_file_put(struct uverbs_event_file *ev);
+void uverbs_event_handler(struct ib_event_handler *handler,
+			  struct ib_event *event);
+void uverbs_file_teardown(struct uverbs_file *file);
+
+#endif /* UVERBS_H */

@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * ib_uverbs: the character devices, their files, the event files and the
+ * write() framing of ABI 6.  The commands are in uverbs_cmd.c; the object
+ * lifetimes and the lock order are at the top of uverbs.h.
+ *
+ * The device is found by libibverbs through sysfs: class infiniband_verbs
+ * (class attribute abi_version = 6), one uverbsN per ib_device with the
+ * attributes ibdev and abi_version (the driver's), and the node
+ * /dev/infiniband/uverbsN (major 231, minors 192 and up, mode 0666).
+ * There is no ioctl() method: the VFS answers ENOTTY, which is how
+ * libibverbs learns to use write() for everything.
+ */
+
+#include <linux/anon_inodes.h>
+#include <linux/err.h>
+#include <linux/file.h>
+#include <linux/idr.h>
+#include <linux/init.h>
+#include <linux/module.h>
+#include <linux/cred.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "uverbs.h"
+
+MODULE_AUTHOR("ibstack");
+MODULE_DESCRIPTION("InfiniBand userspace verbs access");
+MODULE_LICENSE("Dual BSD/GPL");
+
+enum {
+	UVERBS_MAJOR		= 231,
+	UVERBS_BASE_MINOR	= 192,
+	UVERBS_MAX_DEVICES	= 32,
+};
+
+static dev_t uverbs_base = MKDEV(UVERBS_MAJOR, UVERBS_BASE_MINOR);
+static DEFINE_IDA(uverbs_numbers);
+
+static void uverbs_add_device(struct ib_device *device);
+static void uverbs_remove_device(struct ib_device *device);
+
+static struct ib_client uverbs_client = {
+	.name	= "uverbs",
+	.add	= uverbs_add_device,
+	.remove	= uverbs_remove_device,
+};
+
+static char *uverbs_devnode(struct device *dev, umode_t *mode)
+{
+	if (mode)
+		*mode = 0666;
+	return kasprintf(GFP_KERNEL, "infiniband/%s", dev_name(dev));
+}
+
+static CLASS_ATTR_STRING(abi_version, 0444,
+			 __stringify(IB_USER_VERBS_ABI_VERSION));
+
+static struct class *uverbs_class;
+
+/* ------------------------------------------------------------------ */
+/* event files                                                         */
+/* ------------------------------------------------------------------ */
+
+static void uverbs_event_file_free(struct kref *ref)
+{
+	kfree(container_of(ref, struct uverbs_event_file, ref));
+}
+
+/**
+ * uverbs_event_file_put() - drop a reference to an event file
+ * @ev: the event file
+ */
+void uverbs_event_file_put(struct uverbs_event_file *ev)
+{
+	kref_put(&ev->ref, uverbs_event_file_free);
+}
+
+static ssize_t uverbs_event_read(struct file *filp, char __user *buf,
+				 size_t count, loff_t *pos)
+{
+	struct uverbs_event_file *ev = filp->private_data;
+	struct uverbs_event *e;
+	size_t len = sizeof(e->desc);
+	unsigned long flags;
+	int ret;
+
+	if (count < len)
+		return -EINVAL;
+
+	spin_lock_irqsave(&ev->lock, flags);
+	while (list_empty(&ev->events)) {
+		spin_unlock_irqrestore(&ev->lock, flags);
+		if (filp->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		ret = wait_event_interruptible(ev->wait,
+					       !list_empty(&ev->events));
+		if (ret)
+			return ret;
+		spin_lock_irqsave(&ev->lock, flags);
+	}
+	e = list_first_entry(&ev->events, struct uverbs_event, list);
+	list_del(&e->list);
+	spin_unlock_irqrestore(&ev->lock, flags);
+
+	ret = copy_to_user(buf, &e->desc, len) ? -EFAULT : len;
+	kfree(e);
+	return ret;
+}
+
+static __poll_t uverbs_event_poll(struct file *filp,
+				  struct poll_table_struct *wait)
+{
+	struct uverbs_event_file *ev = filp->private_data;
+	unsigned long flags;
+	__poll_t mask = 0;
+
+	poll_wait(filp, &ev->wait, wait);
+	spin_lock_irqsave(&ev->lock, flags);
+	if (!list_empty(&ev->events))
+		mask = EPOLLIN | EPOLLRDNORM;
+	spin_unlock_irqrestore(&ev->lock, flags);
+	return mask;
+}
+
+static int uverbs_event_fasync(int fd, struct file *filp, int on)
+{
+	struct uverbs_event_file *ev = filp->private_data;
+
+	return fasync_helper(fd, filp, on, &ev->async_queue);
+}
+
+static int uverbs_event_release(struct inode *inode, struct file *filp)
+{
+	struct uverbs_event_file *ev = filp->private_data;
+	struct uverbs_event *e, *tmp;
+	unsigned long flags;
+	LIST_HEAD(drop);
+
+	spin_lock_irqsave(&ev->lock, flags);
+	ev->closed = true;
+	list_splice_init(&ev->events, &drop);
+	spin_unlock_irqrestore(&ev->lock, flags);
+	list_for_each_entry_safe(e, tmp, &drop, list)
+		kfree(e);
+	uverbs_event_file_put(ev);
+	return 0;
+}
+
+static const struct file_operations uverbs_event_fops = {
+	.owner	 = THIS_MODULE,
+	.read	 = uverbs_event_read,
+	.poll	 = uverbs_event_poll,
+	.release = uverbs_event_release,
+	.fasync	 = uverbs_event_fasync,
+	.llseek	 = no_llseek,
+};
+
+/**
+ * uverbs_async_file_create() - a new async event file
+ * @filp: receives its struct file (not yet installed in an fd)
+ *
+ * The event file has two references: the struct file's and the caller's.
+ *
+ * Return: the event file, or an ERR_PTR.
+ */
+struct uverbs_event_file *uverbs_async_file_create(struct file **filp)
+{
+	struct uverbs_event_file *ev;
+
+	ev = kzalloc(sizeof(*ev), GFP_KERNEL);
+	if (!ev)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&ev->ref);
+	spin_lock_init(&ev->lock);
+	INIT_LIST_HEAD(&ev->events);
+	init_waitqueue_head(&ev->wait);
+
+	*filp = anon_inode_getfile("[infinibandevent]", &uverbs_event_fops,
+				   ev, O_RDONLY);
+	if (IS_ERR(*filp)) {
+		kfree(ev);
+		return ERR_CAST(*filp);
+	}
+	kref_get(&ev->ref);
+	return ev;
+}
+
+/* Queues @desc on @ev; any context. */
+static void uverbs_event_queue(struct uverbs_event_file *ev, u64 element,
+			       u32 type)
+{
+	struct uverbs_event *e;
+	unsigned long flags;
+
+	e = kmalloc(sizeof(*e), GFP_ATOMIC);
+	if (!e)
+		return;
+	e->desc.element = element;
+	e->desc.event_type = type;
+	e->desc.reserved = 0;
+
+	spin_lock_irqsave(&ev->lock, flags);
+	if (ev->closed) {
+		spin_unlock_irqrestore(&ev->lock, flags);
+		kfree(e);
+		return;
+	}
+	list_add_tail(&e->list, &ev->events);
+	spin_unlock_irqrestore(&ev->lock, flags);
+	wake_up_interruptible(&ev->wait);
+	kill_fasync(&ev->async_queue, SIGIO, POLL_IN);
+}
+
+/**
+ * uverbs_event_handler() - the device event handler of a user context
+ * @handler: the file's event_handler
+ * @event: the event
+ *
+ * Port and device events go to the file's async event file, with the
+ * port number as the element.  Any context; never sleeps.
+ */
+void uverbs_event_handler(struct ib_event_handler *handler,
+			  struct ib_event *event)
+{
+	struct uverbs_file *file =
+		container_of(handler, struct uverbs_file, event_handler);
+
+	switch (event->event) {
+	case IB_EVENT_PORT_ACTIVE:
+	case IB_EVENT_PORT_ERR:
+	case IB_EVENT_LID_CHANGE:
+	case IB_EVENT_PKEY_CHANGE:
+	case IB_EVENT_SM_CHANGE:
+	case IB_EVENT_CLIENT_REREGISTER:
+	case IB_EVENT_GID_CHANGE:
+	case IB_EVENT_DEVICE_FATAL:
+		/* @async is set before the handler is registered. */
+		uverbs_event_queue(file->async, event->element.port_num,
+				   event->event);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* the uverbsN files                                                   */
+/* ------------------------------------------------------------------ */
+
+static void uverbs_device_put_user(struct uverbs_device *udev)
+{
+	if (refcount_dec_and_test(&udev->users))
+		complete(&udev->users_done);
+}
+
+static void uverbs_file_free(struct kref *ref)
+{
+	struct uverbs_file *file = container_of(ref, struct uverbs_file, ref);
+
+	xa_destroy(&file->objs);
+	kfree(file);
+}
+
+static int uverbs_open(struct inode *inode, struct file *filp)
+{
+	struct uverbs_device *udev =
+		container_of(inode->i_cdev, struct uverbs_device, cdev);
+	struct uverbs_file *file;
+	int ret;
+
+	mutex_lock(&udev->lock);
+	if (udev->dead) {
+		mutex_unlock(&udev->lock);
+		return -ENXIO;
+	}
+	refcount_inc(&udev->users);
+	mutex_unlock(&udev->lock);
+
+	/*
+	 * Without disassociation the file calls into the driver until it is
+	 * closed, so the driver's module must stay (core.md).
+	 */
+	if (!try_module_get(udev->ib_dev->owner)) {
+		ret = -ENODEV;
+		goto err_user;
+	}
+
+	file = kzalloc(sizeof(*file), GFP_KERNEL);
+	if (!file) {
+		ret = -ENOMEM;
+		goto err_module;
+	}
+	kref_init(&file->ref);
+	file->udev = udev;
+	mutex_init(&file->mutex);
+	xa_init_flags(&file->objs, XA_FLAGS_ALLOC);
+	filp->private_data = file;
+	return stream_open(inode, filp);
+
+err_module:
+	module_put(udev->ib_dev->owner);
+err_user:
+	uverbs_device_put_user(udev);
+	return ret;
+}
+
+static int uverbs_release(struct inode *inode, struct file *filp)
+{
+	struct uverbs_file *file = filp->private_data;
+	struct uverbs_device *udev = file->udev;
+
+	uverbs_file_teardown(file);
+	module_put(udev->ib_dev->owner);
+	kref_put(&file->ref, uverbs_file_free);
+	uverbs_device_put_user(udev);
+	return 0;
+}
+
+/*
+ * Extended commands: a struct ib_uverbs_ex_cmd_hdr follows the header and
+ * the sizes are in 8-byte words.  Only EX_QUERY_DEVICE is implemented.
+ */
+static ssize_t uverbs_write_ex(struct uverbs_file *file,
+			       struct ib_uverbs_cmd_hdr *hdr,
+			       const char __user *buf, size_t count)
+{
+	struct ib_uverbs_ex_cmd_hdr ex;
+	struct uverbs_cmd_args args = { .file = file };
+	u32 cmd = hdr->command & IB_USER_VERBS_CMD_COMMAND_MASK;
+	int ret;
+
+	if (cmd != IB_USER_VERBS_EX_CMD_QUERY_DEVICE)
+		return -EOPNOTSUPP;
+	if (count < sizeof(*hdr) + sizeof(ex))
+		return -EINVAL;
+	if (copy_from_user(&ex, buf + sizeof(*hdr), sizeof(ex)))
+		return -EFAULT;
+	count -= sizeof(*hdr) + sizeof(ex);
+	if (((size_t)hdr->in_words + ex.provider_in_words) * 8 != count)
+		return -EINVAL;
+	if (hdr->in_words * 8 < sizeof(struct ib_uverbs_ex_query_device))
+		return -ENOSPC;
+	if (ex.cmd_hdr_reserved)
+		return -EINVAL;
+	if (ex.response) {
+		if (!hdr->out_words && !ex.provider_out_words)
+			return -EINVAL;
+		/* The response grows by version: any room for the base. */
+		if (hdr->out_words * 8 <
+		    offsetofend(struct ib_uverbs_ex_query_device_resp,
+				response_length))
+			return -ENOSPC;
+		if (!access_ok(u64_to_user_ptr(ex.response),
+			       ((size_t)hdr->out_words +
+				ex.provider_out_words) * 8))
+			return -EFAULT;
+	} else if (hdr->out_words || ex.provider_out_words) {
+		return -EINVAL;
+	}
+
+	args.in = buf + sizeof(*hdr) + sizeof(ex);
+	args.inlen = hdr->in_words * 8;
+	args.out = ex.response ? u64_to_user_ptr(ex.response) : NULL;
+	args.outlen = hdr->out_words * 8;
+
+	mutex_lock(&file->mutex);
+	ret = uverbs_ex_query_device(&args);
+	mutex_unlock(&file->mutex);
+	return ret;
+}
+
+static ssize_t uverbs_write(struct file *filp, const char __user *buf,
+			    size_t count, loff_t *pos)
+{
+	struct uverbs_file *file = filp->private_data;
+	const struct uverbs_cmd_desc *desc;
+	struct uverbs_cmd_args args = { .file = file };
+	struct ib_uverbs_cmd_hdr hdr;
+	size_t inlen, outlen;
+	u64 response = 0;
+	u32 cmd;
+	int ret;
+
+	/*
+	 * A descriptor handed to a process of other credentials must not act
+	 * for it (the CVE-2016-4565 class: write() reached through splice or
+	 * a setuid helper).
+	 */
+	if (filp->f_cred != current_cred()) {
+		pr_err_once("ib_uverbs: process %d (%s) wrote with another's file\n",
+			    task_tgid_vnr(current), current->comm);
+		return -EACCES;
+	}
+	if (count < sizeof(hdr))
+		return -EINVAL;
+	if (copy_from_user(&hdr, buf, sizeof(hdr)))
+		return -EFAULT;
+
+	if (hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED) {
+		if (hdr.command & ~(u32)(IB_USER_VERBS_CMD_FLAG_EXTENDED |
+					 IB_USER_VERBS_CMD_COMMAND_MASK))
+			return -EOPNOTSUPP;
+		ret = uverbs_write_ex(file, &hdr, buf, count);
+		return ret ? ret : count;
+	}
+
+	cmd = hdr.command;
+	if (cmd >= ARRAY_SIZE(uverbs_cmds) || !uverbs_cmds[cmd].handler)
+		return -EOPNOTSUPP;
+	desc = &uverbs_cmds[cmd];
+	if (!(file->udev->ib_dev->uverbs_cmd_mask & BIT_ULL(cmd)))
+		return -EOPNOTSUPP;
+
+	if ((size_t)hdr.in_words * 4 != count)
+		return -EINVAL;
+	if (count < desc->req_size + sizeof(hdr))
+		return -ENOSPC;
+	if ((size_t)hdr.out_words * 4 < desc->resp_size)
+		return -ENOSPC;
+
+	buf += sizeof(hdr);
+	inlen = count - sizeof(hdr);
+	outlen = hdr.out_words * 4;
+	if (desc->resp_size) {
+		if (get_user(response, (const u64 __user *)buf))
+			return -EFAULT;
+	}
+	if (desc->has_udata) {
+		args.udata.inlen = inlen - desc->req_size;
+		args.udata.inbuf = args.udata.inlen ? buf + desc->req_size : NULL;
+		inlen = desc->req_size;
+		if (desc->resp_size) {
+			args.udata.outlen = outlen - desc->resp_size;
+			args.udata.outbuf = args.udata.outlen ?
+				u64_to_user_ptr(response + desc->resp_size) :
+				NULL;
+			outlen = desc->resp_size;
+		}
+	}
+	args.in = buf;
+	args.inlen = inlen;
+	args.out = desc->resp_size ? u64_to_user_ptr(response) : NULL;
+	args.outlen = desc->resp_size ? outlen : 0;
+
+	mutex_lock(&file->mutex);
+	ret = desc->handler(&args);
+	mutex_unlock(&file->mutex);
+	return ret ? ret : count;
+}
+
+static int uverbs_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct uverbs_file *file = filp->private_data;
+	struct ib_device *ib_dev = file->udev->ib_dev;
+	struct ib_ucontext *uctx;
+
+	/*
+	 * No file->mutex here: mmap() runs under mmap_lock, and commands that
+	 * pin user memory take mmap_lock under file->mutex.  The context is
+	 * set once (release order) and only freed at release, which cannot
+	 * run while mmap() holds the file.
+	 */
+	uctx = smp_load_acquire(&file->ucontext);
+	if (!ib_dev->mmap || !uctx)
+		return -ENODEV;
+	return ib_dev->mmap(uctx, vma);
+}
+
+static const struct file_operations uverbs_fops = {
+	.owner	 = THIS_MODULE,
+	.open	 = uverbs_open,
+	.release = uverbs_release,
+	.write	 = uverbs_write,
+	.mmap	 = uverbs_mmap,
+	.llseek	 = no_llseek,
+};
+
+/* ------------------------------------------------------------------ */
+/* devices                                                             */
+/* ------------------------------------------------------------------ */
+
+static ssize_t ibdev_show(struct device *d, struct device_attribute *attr,
+			  char *buf)
+{
+	struct uverbs_device *udev = container_of(d, struct uverbs_device, dev);
+
+	return sysfs_emit(buf, "%s\n", udev->ib_dev->name);
+}
+static DEVICE_ATTR_RO(ibdev);
+
+static ssize_t abi_version_show(struct device *d,
+				struct device_attribute *attr, char *buf)
+{
+	struct uverbs_device *udev = container_of(d, struct uverbs_device, dev);
+
+	return sysfs_emit(buf, "%d\n", udev->ib_dev->uverbs_abi_ver);
+}
+static DEVICE_ATTR_RO(abi_version);
+
+static struct attribute *uverbs_dev_attrs[] = {
+	&dev_attr_ibdev.attr,
+	&dev_attr_abi_version.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(uverbs_dev);
+
+static void uverbs_dev_release(struct device *d)
+{
+	struct uverbs_device *udev = container_of(d, struct uverbs_device, dev);
+
+	ida_free(&uverbs_numbers, udev->devnum);
+	kfree(udev);
+}
+
+static void uverbs_add_device(struct ib_device *device)
+{
+	struct uverbs_device *udev;
+	int devnum, ret;
+
+	if (!device->alloc_ucontext)
+		return;
+
+	devnum = ida_alloc_max(&uverbs_numbers, UVERBS_MAX_DEVICES - 1,
+			       GFP_KERNEL);
+	if (devnum < 0) {
+		pr_warn("ib_uverbs: no minor left for %s\n", device->name);
+		return;
+	}
+	udev = kzalloc(sizeof(*udev), GFP_KERNEL);
+	if (!udev) {
+		ida_free(&uverbs_numbers, devnum);
+		return;
+	}
+	udev->devnum = devnum;
+	udev->ib_dev = device;
+	mutex_init(&udev->lock);
+	refcount_set(&udev->users, 1);
+	init_completion(&udev->users_done);
+
+	device_initialize(&udev->dev);
+	udev->dev.class = uverbs_class;
+	udev->dev.parent = device->dma_device;
+	udev->dev.devt = uverbs_base + devnum;
+	udev->dev.groups = uverbs_dev_groups;
+	udev->dev.release = uverbs_dev_release;
+	ret = dev_set_name(&udev->dev, "uverbs%d", devnum);
+	if (ret)
+		goto err_put;
+
+	cdev_init(&udev->cdev, &uverbs_fops);
+	udev->cdev.owner = THIS_MODULE;
+	ret = cdev_device_add(&udev->cdev, &udev->dev);
+	if (ret)
+		goto err_put;
+
+	ib_set_client_data(device, &uverbs_client, udev);
+	return;
+
+err_put:
+	/* The release frees the number and @udev. */
+	put_device(&udev->dev);
+}
+
+static void uverbs_remove_device(struct ib_device *device)
+{
+	struct uverbs_device *udev = ib_get_client_data(device, &uverbs_client);
+
+	if (!udev)
+		return;
+	ib_set_client_data(device, &uverbs_client, NULL);
+
+	cdev_device_del(&udev->cdev, &udev->dev);
+	mutex_lock(&udev->lock);
+	udev->dead = true;
+	mutex_unlock(&udev->lock);
+
+	/*
+	 * No disassociation yet: the device stays until its last file is
+	 * closed (as upstream's for drivers without disassociate_ucontext).
+	 */
+	uverbs_device_put_user(udev);
+	wait_for_completion(&udev->users_done);
+	put_device(&udev->dev);
+}
+
+static int __init uverbs_init(void)
+{
+	int ret;
+
+	ret = register_chrdev_region(uverbs_base, UVERBS_MAX_DEVICES,
+				     "infiniband_verbs");
+	if (ret) {
+		pr_err("ib_uverbs: cannot get the char region: %d\n", ret);
+		return ret;
+	}
+
+	uverbs_class = class_create(THIS_MODULE, "infiniband_verbs");
+	if (IS_ERR(uverbs_class)) {
+		ret = PTR_ERR(uverbs_class);
+		goto err_region;
+	}
+	uverbs_class->devnode = uverbs_devnode;
+	ret = class_create_file(uverbs_class, &class_attr_abi_version.attr);
+	if (ret)
+		goto err_class;
+
+	ret = ib_register_client(&uverbs_client);
+	if (ret)
+		goto err_class;
+	return 0;
+
+err_class:
+	class_destroy(uverbs_class);
+err_region:
+	unregister_chrdev_region(uverbs_base, UVERBS_MAX_DEVICES);
+	return ret;
+}
+
+static void __exit uverbs_cleanup(void)
+{
+	ib_unregister_client(&uverbs_client);
+	class_destroy(uverbs_class);
+	unregister_chrdev_region(uverbs_base, UVERBS_MAX_DEVICES);
+	ida_destroy(&uverbs_numbers);
+}
+
+module_init(uverbs_init);
+module_exit(uverbs_cleanup);
