@@ -32,7 +32,7 @@ SHELL := /bin/bash
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
 	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
 	checkpatch demo clean help asan check-asan check-fuzz fuzz \
-	debug-kernel modules-debug reload-campaign
+	debug-kernel modules-debug modules-debug-broken reload-campaign
 
 all: modules test-modules cpp
 
@@ -44,7 +44,8 @@ help:
 	@echo "make checkpatch       checkpatch --strict on our kernel sources"
 	@echo "make qemu             build (or fetch from cache) QEMU 7.2 with the HCA shim"
 	@echo "make debug-kernel     build (or fetch from cache) the debug guest kernel"
-	@echo "make modules-debug    our modules and the lane canary against the debug kernel"
+	@echo "make modules-debug    our modules and the lane canary against the debug kernel (and modules-debug-broken)"
+	@echo "make modules-debug-broken  the same with the MAD agent lifetime fix undone (test only)"
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
 	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
@@ -139,23 +140,43 @@ debug-kernel:
 # built as `make modules test-modules` builds them for the stock kernel, and
 # collected into build/modules-debug; the lane canary goes to
 # build/canary-debug instead, so that no suite of ours loads it by accident.
-modules-debug: debug-kernel
+# $(call debug_modules,source copy,output dir,extra Kbuild arguments)
+define debug_modules
 	@set -e; files=$$(find Kbuild drivers include tests/kmod -type f \
 	    \( -name '*.[chS]' ! -name '*.mod.c' -o -name Kbuild -o -name Makefile \) | sort); \
 	  sum=$$(echo "$$files" | sha256sum | cut -c1-16); \
-	  if [ "$$(cat $(DEBUG_SRC)/.files 2>/dev/null)" != "$$sum" ]; then \
-	    rm -rf $(DEBUG_SRC) && mkdir -p $(DEBUG_SRC) && echo "$$sum" > $(DEBUG_SRC)/.files; fi; \
-	  cp -u --parents -p $$files $(DEBUG_SRC)/
-	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC) modules
-	$(MAKE) -C $(DEBUG_KERNEL)/src M=$(DEBUG_SRC)/tests/kmod \
-		KBUILD_EXTRA_SYMBOLS=$(DEBUG_SRC)/Module.symvers modules
-	@rm -rf $(MODULES_DEBUG_DIR) $(CANARY_DEBUG_DIR) && mkdir -p $(MODULES_DEBUG_DIR) $(CANARY_DEBUG_DIR) && \
-	  for m in $$(sed 's/\.o$$/.ko/' $(DEBUG_SRC)/modules.order $(DEBUG_SRC)/tests/kmod/modules.order); do \
-	    dest=$(MODULES_DEBUG_DIR); case $$m in */lane_canary/*) dest=$(CANARY_DEBUG_DIR);; esac; \
-	    cp $$m $$dest/ || exit 1; done && \
-	  test -e $(CANARY_DEBUG_DIR)/lane_canary.ko && \
-	  echo "modules-debug: $$(ls $(MODULES_DEBUG_DIR) | tr '\n' ' ')-> $(MODULES_DEBUG_DIR)" && \
+	  if [ "$$(cat $(1)/.files 2>/dev/null)" != "$$sum" ]; then \
+	    rm -rf $(1) && mkdir -p $(1) && echo "$$sum" > $(1)/.files; fi; \
+	  cp -u --parents -p $$files $(1)/
+	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1) $(3) modules
+	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1)/tests/kmod \
+		KBUILD_EXTRA_SYMBOLS=$(1)/Module.symvers $(3) modules
+	@rm -rf $(2) && mkdir -p $(2) && \
+	  for m in $$(sed 's/\.o$$/.ko/' $(1)/modules.order $(1)/tests/kmod/modules.order); do \
+	    case $$m in */lane_canary/*) continue;; esac; \
+	    cp $$m $(2)/ || exit 1; done && \
+	  echo "$@: $$(ls $(2) | tr '\n' ' ')-> $(2)"
+endef
+
+# The same set with the MAD agent lifetime fix undone (ib_mad compiled with
+# IB_MAD_TEST_BREAK_AGENT_REF: unregister frees the agent without waiting
+# for the last reference), for vm.OursMadRaceBroken, which passes only when
+# KASAN catches it. Only modules-debug-broken sets the switch, into its own
+# source copy and output directory; nothing installs it. modules-debug
+# (a stage of make check) builds it after the real set, so that the ctest
+# test has it.
+MODULES_DEBUG_BROKEN_DIR = $(BUILD)/modules-debug-broken
+DEBUG_SRC_BROKEN = $(BUILD)/debug-src-broken
+
+modules-debug: debug-kernel
+	$(call debug_modules,$(DEBUG_SRC),$(MODULES_DEBUG_DIR))
+	@rm -rf $(CANARY_DEBUG_DIR) && mkdir -p $(CANARY_DEBUG_DIR) && \
+	  cp $(DEBUG_SRC)/tests/kmod/lane_canary/lane_canary.ko $(CANARY_DEBUG_DIR)/ && \
 	  echo "canary: -> $(CANARY_DEBUG_DIR)"
+	+$(MAKE) --no-print-directory modules-debug-broken
+
+modules-debug-broken: debug-kernel
+	$(call debug_modules,$(DEBUG_SRC_BROKEN),$(MODULES_DEBUG_BROKEN_DIR),KCFLAGS=-DIB_MAD_TEST_BREAK_AGENT_REF)
 
 # --- tests -----------------------------------------------------------------
 # make check runs these stages in order (tests/check.sh): it times each, keeps
