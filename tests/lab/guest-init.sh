@@ -11,6 +11,10 @@
 #   iblab.share=TAG:PATH,...  more read-only 9p shares, mounted at PATH
 #   iblab.kmod=1           the kernel is not the host's: its modules come
 #                          from the 9p share "iblabkmod" (/lib/modules/$KVER)
+#   iblab.mgmt=MAC,ADDR/LEN  the management network: the NIC with that MAC
+#                          gets ADDR (no gateway, no IPv6); lo comes up too
+#   iblab.hosts=PATH       host file (read through the 9p root) appended to
+#                          /etc/hosts: the guests' names on that network
 # Output goes to the console (serial log) and to the kernel log.
 export PATH=/bin
 /bin/busybox --install -s /bin
@@ -25,13 +29,15 @@ die() {
 	sleep 10
 }
 
-name=guest; mode=upstream; shares=; kmod=
+name=guest; mode=upstream; shares=; kmod=; mgmt=; hosts=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	iblab.name=*) name=${arg#iblab.name=} ;;
 	iblab.mode=*) mode=${arg#iblab.mode=} ;;
 	iblab.share=*) shares=${arg#iblab.share=} ;;
 	iblab.kmod=*) kmod=${arg#iblab.kmod=} ;;
+	iblab.mgmt=*) mgmt=${arg#iblab.mgmt=} ;;
+	iblab.hosts=*) hosts=${arg#iblab.hosts=} ;;
 	esac
 done
 kver=$(uname -r)
@@ -88,6 +94,23 @@ fi
 
 hostname "$name"
 echo "$name" > $R/etc/hostname
+
+# The management network (a virtio-net NIC on the lab's own hub): a static
+# address, no route beyond its /24, so nothing leads to the host's network.
+if [ -n "$mgmt" ]; then
+	mac=${mgmt%%,*}; addr=${mgmt#*,}; dev=
+	for d in /sys/class/net/*; do
+		[ "$(cat $d/address)" = "$mac" ] && dev=${d##*/}
+	done
+	[ -n "$dev" ] || die "no NIC with the management network's MAC $mac (CONFIG_VIRTIO_NET?)"
+	echo 1 > /proc/sys/net/ipv6/conf/$dev/disable_ipv6
+	ip link set lo up || die "lo up"
+	ip addr add "$addr" dev $dev && ip link set $dev up || die "management address $addr on $dev"
+	if [ -n "$hosts" ]; then
+		cat "$R$hosts" >> $R/etc/hosts || die "cannot read the lab's hosts file $hosts"
+	fi
+	say "management network: $dev $addr"
+fi
 cp /iblab-agent $R/run/iblab/iblab-agent
 mount --move /proc $R/proc
 mount --move /sys $R/sys

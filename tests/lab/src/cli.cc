@@ -20,6 +20,8 @@ const char *const kUsage = R"(usage:
     --boot-timeout SEC   per boot (default 180)
     --workdir DIR        run directory (default <build>/lab/<run-id>)
     --no-hca             no emulator, no HCA device
+    --no-mgmt-net        no management network (by default every guest has
+                         a NIC on a lab-private segment, 192.168.77.<n+1>/24)
     --fabric TOPOLOGY    cable the HCAs: ibnetdiscover file or b2b, star:N, ...
                          (HOSTCMD gets IBLAB_FABRIC_CTL for ibemu-ctl)
     --qemu PATH          (default $IBLAB_QEMU or <build>/qemu/qemu-system-x86_64)
@@ -132,6 +134,8 @@ RunArgs parse_run(const std::vector<std::string> &args)
 			r.lab.run_dir = value();
 		else if (a == "--no-hca")
 			r.lab.hca = false;
+		else if (a == "--no-mgmt-net")
+			r.lab.mgmt_net = false;
 		else if (a == "--fabric")
 			r.lab.fabric = value();
 		else if (a == "--qemu")

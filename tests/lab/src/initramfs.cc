@@ -21,6 +21,7 @@ namespace iblab {
 
 const std::vector<std::string> kGuestModules = {
 	"virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_console",
+	"virtio_net",  // the management network's NIC (mgmtnet.h)
 };
 
 namespace {

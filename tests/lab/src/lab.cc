@@ -368,6 +368,10 @@ Guest::Guest(Lab &lab, GuestSpec spec, int index)
 
 std::string Guest::node_guid_string() const { return format_guid(guid_); }
 
+std::string Guest::mgmt_ip() const { return lab_.options().mgmt_net ? iblab::mgmt_ip(index_) : ""; }
+
+std::string Guest::mgmt_mac() const { return lab_.options().mgmt_net ? iblab::mgmt_mac(index_) : ""; }
+
 bool Guest::qemu_running() { return qemu_.running(); }
 
 std::shared_ptr<PendingExec> Guest::start_exec(const std::string &cmd, std::chrono::milliseconds timeout,
@@ -534,6 +538,9 @@ void Lab::start()
 		if (g.stack == Stack::Ours && opts_.modules_dir.empty())
 			throw std::invalid_argument("guest " + g.name + " runs our stack but no modules directory was given");
 	}
+	if (opts_.mgmt_net && opts_.guests.size() > static_cast<size_t>(kMgmtMaxGuests))
+		throw std::invalid_argument("the management network has addresses for " +
+					    std::to_string(kMgmtMaxGuests) + " guests");
 	if (opts_.qemu.empty())
 		opts_.qemu = default_qemu();
 	if (opts_.emulator.empty())
@@ -602,7 +609,8 @@ void Lab::start()
 			info << "modules " << opts_.modules_dir << "\n";
 		for (size_t i = 0; i < opts_.guests.size(); i++)
 			info << "guest " << opts_.guests[i].name << " " << to_string(opts_.guests[i].stack) << " "
-			     << format_guid(guest_guid(static_cast<int>(i))) << "\n";
+			     << format_guid(guest_guid(static_cast<int>(i)))
+			     << (opts_.mgmt_net ? " " + iblab::mgmt_ip(static_cast<int>(i)) : std::string()) << "\n";
 	}
 
 	try {
@@ -611,6 +619,8 @@ void Lab::start()
 				prepare_our_modules();
 		if (opts_.hca)
 			start_emulator();
+		if (opts_.mgmt_net)
+			start_mgmt_net();
 		for (size_t i = 0; i < opts_.guests.size(); i++) {
 			guests_.push_back(std::unique_ptr<Guest>(new Guest(*this, opts_.guests[i], static_cast<int>(i))));
 			Guest &g = *guests_.back();
@@ -691,6 +701,31 @@ void Lab::prepare_our_modules()
 		throw std::runtime_error("depmod -b " + base.string() + " failed:\n" + r.output);
 	our_modules_share_ = kdir.string();
 }
+
+// The hub runs before any QEMU starts, so that no guest's first frames (the
+// kernel's IPv4 duplicate-address probe) go nowhere for want of a hub.
+void Lab::start_mgmt_net()
+{
+	std::string hosts = "# the iblab management network (" + run_dir_ + ")\n";
+	for (size_t i = 0; i < opts_.guests.size(); i++)
+		hosts += iblab::mgmt_ip(static_cast<int>(i)) + "\t" + opts_.guests[i].name + "\n";
+	write_file_atomic(mgmt_hosts_path(), hosts);
+	std::vector<std::string> names;
+	for (const auto &g : opts_.guests)
+		names.push_back(g.name);
+	hub_ = std::make_unique<MgmtHub>(mgmt_dir(), names);
+	hub_->start();
+}
+
+void Lab::stop_mgmt_net()
+{
+	if (!hub_)
+		return;
+	hub_->stop();
+	std::ofstream(run_dir_ + "/mgmtnet.txt") << hub_->stats_text();
+}
+
+std::vector<MgmtPortStats> Lab::mgmt_stats() const { return hub_ ? hub_->stats() : std::vector<MgmtPortStats>{}; }
 
 void Lab::start_emulator()
 {
@@ -777,6 +812,19 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 	}
 	if (!shares.empty())
 		cmdline += " iblab.share=" + shares;
+	// The management NIC comes after every other device, so that it moves
+	// none of them to another PCI slot. No option ROM: nothing boots from it.
+	if (opts_.mgmt_net) {
+		if (hub_ == nullptr)
+			throw std::logic_error("the management network's hub is not running");
+		if (mgmt_hosts_path().find_first_of(" ,\t") != std::string::npos)
+			throw std::invalid_argument("run directory with a space or comma: " + run_dir_);
+		a.insert(a.end(), {"-netdev", "dgram,id=mgmt,local.type=unix,local.path=" + hub_->nic_socket(g.name()) +
+						      ",remote.type=unix,remote.path=" + hub_->hub_socket(g.name()),
+				   "-device", "virtio-net-pci,netdev=mgmt,romfile=,mac=" + g.mgmt_mac()});
+		cmdline += " iblab.mgmt=" + g.mgmt_mac() + "," + g.mgmt_ip() + "/" + std::to_string(kMgmtPrefixLen) +
+			   " iblab.hosts=" + mgmt_hosts_path();
+	}
 	if (!opts_.extra_cmdline.empty())
 		cmdline += " " + opts_.extra_cmdline;
 	a.push_back("-append");
@@ -855,6 +903,7 @@ LabReport Lab::shutdown()
 		g.qemu_.kill();
 		g.agent_.close();
 	}
+	stop_mgmt_net();
 	if (emulator_.valid()) {
 		if (!emulator_.running())
 			rep.problems.push_back("emulator exited during the run (" +
@@ -876,6 +925,7 @@ void Lab::kill_all()
 		gp->qemu_.kill();
 		gp->agent_.close();
 	}
+	stop_mgmt_net();
 	emulator_.kill();
 	shut_down_ = true;
 }

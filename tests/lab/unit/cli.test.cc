@@ -15,6 +15,7 @@ TEST(Cli, RunDefaults)
 	EXPECT_EQ(r.lab.guests[0].name, "vm0");
 	EXPECT_EQ(r.lab.guests[0].stack, Stack::Upstream);
 	EXPECT_TRUE(r.lab.hca);
+	EXPECT_TRUE(r.lab.mgmt_net);
 	EXPECT_EQ(r.lab.mem_mb, 1024);
 	EXPECT_EQ(r.command, std::vector<std::string>{"true"});
 }
@@ -22,7 +23,8 @@ TEST(Cli, RunDefaults)
 TEST(Cli, RunOptions)
 {
 	auto r = parse_run({"--guest", "a:ours", "--guest", "b", "--modules", "/m", "--mem", "512", "--timeout", "5m",
-			    "--no-hca", "--workdir", "/tmp/w", "--smp", "2", "--", "sh", "-c", "echo --guest"});
+			    "--no-hca", "--no-mgmt-net", "--workdir", "/tmp/w", "--smp", "2", "--", "sh", "-c",
+			    "echo --guest"});
 	ASSERT_EQ(r.lab.guests.size(), 2u);
 	EXPECT_EQ(r.lab.guests[0].stack, Stack::Ours);
 	EXPECT_EQ(r.lab.guests[1].stack, Stack::Upstream);
@@ -31,6 +33,7 @@ TEST(Cli, RunOptions)
 	EXPECT_EQ(r.lab.smp, 2);
 	EXPECT_EQ(r.timeout, std::chrono::seconds(300));
 	EXPECT_FALSE(r.lab.hca);
+	EXPECT_FALSE(r.lab.mgmt_net);
 	EXPECT_EQ(r.lab.run_dir, "/tmp/w");
 	EXPECT_EQ(r.command, (std::vector<std::string>{"sh", "-c", "echo --guest"}));
 }

@@ -84,8 +84,11 @@ TEST(Initramfs, RealKernelModuleOrder)
 	for (size_t i = 0; i < o.size(); i++)
 		pos[fs::path(o[i]).filename().string()] = i;
 	for (const char *m : {"virtio_ring.ko", "virtio.ko", "virtio_pci.ko", "9pnet.ko", "9pnet_virtio.ko", "9p.ko",
-			      "overlay.ko", "virtio_console.ko", "netfs.ko", "fscache.ko"})
+			      "overlay.ko", "virtio_console.ko", "netfs.ko", "fscache.ko", "virtio_net.ko",
+			      "net_failover.ko", "failover.ko"})
 		EXPECT_TRUE(pos.count(m)) << m;
+	EXPECT_LT(pos["failover.ko"], pos["net_failover.ko"]);
+	EXPECT_LT(pos["net_failover.ko"], pos["virtio_net.ko"]);
 	EXPECT_LT(pos["virtio_ring.ko"], pos["virtio.ko"]);
 	EXPECT_LT(pos["virtio.ko"], pos["virtio_pci.ko"]);
 	EXPECT_LT(pos["virtio_pci_modern_dev.ko"], pos["virtio_pci.ko"]);

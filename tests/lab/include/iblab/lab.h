@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "iblab/dmesg.h"
+#include "iblab/mgmtnet.h"
 #include "iblab/process.h"
 #include "iblab/protocol.h"
 
@@ -49,6 +50,11 @@ struct LabOptions {
 	int mem_mb = 1024;
 	int smp = 1;
 	bool hca = true;  // add the emulated HCA (needs the project's QEMU + ibemu)
+	// The management network (mgmtnet.h): every guest gets a virtio-net
+	// NIC on a segment private to this lab, switched by a thread of the
+	// lab, with the address mgmt_ip(index) and /etc/hosts naming every
+	// guest. Never the host's network.
+	bool mgmt_net = true;
 	// The fabric the HCA ports are cabled into (ibemu --fabric): a topology
 	// file in ibnetdiscover format or a built-in spec such as "b2b" or
 	// "star:3", whose HCAs are named like the guests. Empty: no fabric.
@@ -159,6 +165,12 @@ public:
 	const std::string &dir() const { return dir_; }
 	std::string console_log_path() const { return dir_ + "/console.log"; }
 	double boot_seconds() const { return boot_seconds_; }  // QEMU start -> agent ready
+	int index() const { return index_; }  // position in LabOptions::guests
+	// The guest's address on the management network, "192.168.77.<index+1>"
+	// (a /24), and its NIC's MAC; "" when the lab has no management network.
+	// Inside the guests the guests' names resolve to these (/etc/hosts).
+	std::string mgmt_ip() const;
+	std::string mgmt_mac() const;
 
 	// Runs `cmd` with /bin/sh -c in the guest. The guest kills it after
 	// `timeout` (0: never). `on_output` is called with output as it arrives,
@@ -237,6 +249,13 @@ public:
 	const DmesgChecker &checker() const { return checker_; }
 	std::string emulator_socket() const { return run_dir_ + "/ibemu.sock"; }
 	std::string emulator_log_path() const { return run_dir_ + "/ibemu.log"; }
+	// The management network's sockets (while the lab runs) and its hosts
+	// file, which the guests append to their /etc/hosts.
+	std::string mgmt_dir() const { return run_dir_ + "/mgmt"; }
+	std::string mgmt_hosts_path() const { return run_dir_ + "/hosts"; }
+	// The hub's per-guest counters (empty without a management network);
+	// also written to <run_dir>/mgmtnet.txt at shutdown.
+	std::vector<MgmtPortStats> mgmt_stats() const;
 
 	// Control socket for `iblab exec` (see ctl.h); started by serve_control().
 	std::string control_socket() const { return run_dir_ + "/ctl.sock"; }
@@ -250,6 +269,8 @@ public:
 private:
 	friend class Guest;
 	void start_emulator();
+	void start_mgmt_net();
+	void stop_mgmt_net();
 	void prepare_our_modules();
 	void start_guest(Guest &g);
 	std::vector<std::string> qemu_argv(Guest &g, const std::string &initramfs);
@@ -263,6 +284,7 @@ private:
 	std::string our_modules_share_;
 	DmesgChecker checker_;
 	Process emulator_;
+	std::unique_ptr<MgmtHub> hub_;
 	std::vector<std::unique_ptr<Guest>> guests_;
 	bool started_ = false, shut_down_ = false;
 	std::unique_ptr<class ControlServer> ctl_;
