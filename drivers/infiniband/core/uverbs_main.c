@@ -148,13 +148,14 @@ static int uverbs_event_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/* The async event file: read and poll for events, SIGIO on request. */
 static const struct file_operations uverbs_event_fops = {
-	.owner	 = THIS_MODULE,
-	.read	 = uverbs_event_read,
-	.poll	 = uverbs_event_poll,
+	.llseek = no_llseek,
+	.fasync = uverbs_event_fasync,
+	.poll = uverbs_event_poll,
+	.read = uverbs_event_read,
 	.release = uverbs_event_release,
-	.fasync	 = uverbs_event_fasync,
-	.llseek	 = no_llseek,
+	.owner = THIS_MODULE,
 };
 
 /**
@@ -468,13 +469,14 @@ static int uverbs_mmap(struct file *filp, struct vm_area_struct *vma)
 	return ib_dev->mmap(uctx, vma);
 }
 
+/* /dev/infiniband/uverbsN: commands by write(), the UAR by mmap(). */
 static const struct file_operations uverbs_fops = {
-	.owner	 = THIS_MODULE,
-	.open	 = uverbs_open,
+	.llseek = no_llseek,
+	.mmap = uverbs_mmap,
+	.write = uverbs_write,
+	.open = uverbs_open,
 	.release = uverbs_release,
-	.write	 = uverbs_write,
-	.mmap	 = uverbs_mmap,
-	.llseek	 = no_llseek,
+	.owner = THIS_MODULE,
 };
 
 /* ------------------------------------------------------------------ */
