@@ -273,6 +273,7 @@ private:
     bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
     // MPT checks for a data access.
     enum class Tpt : uint8_t { Ok, BadKey, Bounds, Access };
+    static const char* tpt_name(Tpt t);
     Tpt mr_check(uint32_t key, uint32_t pd, uint64_t va, uint64_t len, uint32_t need, const Mpt** out);
     // Guest-physical pieces of [va, va+len) in region m: fn(gpa, n) -> bool.
     template <class F>
@@ -305,7 +306,7 @@ private:
     // (expected/next PSNs, retry budgets) starts at INIT2RTR/RTR2RTS.
     void apply_qp_context(Qp& q, uint16_t opcode);
 
-    // Send side (qp_send.cc).
+    // Packets out (qp_packet.cc) and the requester (qp_requester.cc).
     struct Route {
         uint8_t port = 1;
         uint16_t dlid = 0;
@@ -355,15 +356,17 @@ private:
     void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
     uint8_t aeth_credits(Qp& q);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
-    // The RC responder's owed responses (qp_send.cc).
+    // The RC responder's owed responses (qp_responder.cc).
     bool respond(Qp& q, const RespEntry& x);
     void resp_progress(Qp& q);
     uint32_t resp_rd_atomic(const QpRun& r) const;
     // Send NAK `code` for `psn`; the class C codes take the QP to ERR with
-    // their affiliated asynchronous event (qp_engine.cc).
+    // their affiliated asynchronous event (qp_responder.cc).
     void responder_nak(Qp& q, unsigned port, uint8_t code, uint32_t psn, uint32_t msn);
 
-    // Receive side (qp_engine.cc). loopback: sent by this port to itself.
+    // Receive dispatch (qp_engine.cc); requests go to the responder
+    // (qp_responder.cc), responses to the completer (qp_completer.cc).
+    // loopback: sent by this port to itself.
     void rx_packet(unsigned port, const Packet& p, bool loopback);
     void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
     void rx_ud(unsigned port, RxCtx& rx, Qp& q);

@@ -22,6 +22,13 @@
 #include "hca/wire.h"
 
 namespace ibemu::mthca {
+
+const char* cq_arm_name(CqArm a)
+{
+    static const char* const names[] = {"disarmed", "next", "solicited"};
+    unsigned i = unsigned(a);
+    return i < 3 ? names[i] : "?";
+}
 namespace {
 
 constexpr uint8_t kMsixIntrBase = 128;
@@ -270,8 +277,7 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
         }
         q.arm_sn = hi >> 28;
         ++db_.cq_arm;
-        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn,
-                    q.arm == CqArm::NextSolicited ? "solicited" : "next", lo);
+        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn, cq_arm_name(q.arm), lo);
         // Armed while CQEs beyond the consumer index it gives are already
         // there: the event is due at once.
         if (q.arm == CqArm::NextCompletion && q.producer != lo)
