@@ -192,7 +192,7 @@ void Core::power_on()
         ports_[p].update_phys();
     }
     db_ = DoorbellStats{};
-    db_hi_latch_.clear();
+    db_hi_latch_.fill(0);
     if (catas()) {
         catas_.fill(0);
         IBEMU_INFO(cfg_.name, "reset clears the catastrophic error; carrier on");

@@ -176,6 +176,11 @@ public:
 
     // --- UAR doorbells (BAR2) ---------------------------------------------
     void uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo);
+    // One 32-bit half of a doorbell at `offset` (a kUar*Doorbell) of UAR
+    // page `uar`, as mthca_write64 writes it on a 32-bit CPU: the hi dword
+    // (at +0, `lo_half` false) is latched per (uar, doorbell); the lo dword
+    // (at +4) rings the doorbell with the latched hi, or 0 if none was.
+    void uar_doorbell_half(uint32_t uar, unsigned offset, bool lo_half, uint32_t value);
     uint32_t num_uars() const { return uint32_t(kBar2Size >> kUarPageShift); }
 
     // --- seams for the fabric and the data path --------------------------
@@ -544,8 +549,11 @@ private:
     NodeIdentity node_;
     Sma sma_;
     DoorbellStats db_;
-    std::map<uint32_t, uint32_t> db_hi_latch_;  // (uar << 12 | offset) -> hi dword
-    friend class Hca;
+    // The hi dwords written by uar_doorbell_half, by (uar, doorbell): one
+    // slot for each of the three doorbells of every UAR page. Cleared by
+    // power_on and as each is consumed.
+    static constexpr unsigned kUarDoorbells = 3;
+    std::array<uint32_t, (kBar2Size >> kUarPageShift) * kUarDoorbells> db_hi_latch_{};
     friend struct Gather;
 };
 

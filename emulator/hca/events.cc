@@ -238,6 +238,24 @@ bool Core::uar_owns(uint32_t uar, uint32_t owner, const char* what, uint32_t num
     return false;
 }
 
+void Core::uar_doorbell_half(uint32_t uar, unsigned offset, bool lo_half, uint32_t value)
+{
+    unsigned slot = offset == kUarSendDoorbell ? 0 : offset == kUarRecvDoorbell ? 1 : 2;
+    if (uar >= num_uars() || (offset != kUarCqDoorbell && slot == 2)) {
+        ++db_.bogus;
+        IBEMU_GUEST_ERROR(cfg_.name, "UAR %u: 32-bit write at +0x%x is not a doorbell", uar, offset + (lo_half ? 4 : 0));
+        return;
+    }
+    uint32_t& hi = db_hi_latch_[size_t(uar) * kUarDoorbells + slot];
+    if (!lo_half) {
+        hi = value;
+        return;
+    }
+    uint32_t h = hi;
+    hi = 0;
+    uar_doorbell(uar, offset, h, value);
+}
+
 void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
 {
     db_.last_hi = hi;

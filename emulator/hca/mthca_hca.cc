@@ -201,17 +201,7 @@ void Hca::bar2_write(uint64_t off, unsigned size, uint64_t value)
         core_.uar_doorbell(uar, db, uint32_t(be >> 32), uint32_t(be));
         return;
     }
-    uint32_t key = uar << 12 | db;
-    if (!(in_page & 4)) {
-        if (core_.db_hi_latch_.size() < core_.num_uars() * 4u || core_.db_hi_latch_.count(key))
-            core_.db_hi_latch_[key] = swap32(uint32_t(value));
-        return;
-    }
-    auto it = core_.db_hi_latch_.find(key);
-    uint32_t hi = it == core_.db_hi_latch_.end() ? 0 : it->second;
-    if (it != core_.db_hi_latch_.end())
-        core_.db_hi_latch_.erase(it);
-    core_.uar_doorbell(uar, db, hi, swap32(uint32_t(value)));
+    core_.uar_doorbell_half(uar, db, in_page & 4, swap32(uint32_t(value)));
 }
 
 }  // namespace ibemu::mthca
