@@ -20,6 +20,7 @@
 #include "fabric/packet.h"
 #include "hca/config_space.h"
 #include "hca/contexts.h"
+#include "hca/event_unit.h"
 #include "hca/icm.h"
 #include "hca/mthca.h"
 #include "hca/pci_function.h"
@@ -230,8 +231,8 @@ public:
     const Mpt* find_mpt(uint32_t index) const;
     const Srq* find_srq(uint32_t srqn) const;
     std::span<const Port> ports() const { return {ports_.data(), num_ports_}; }
-    uint64_t intx_cause() const { return intx_cause_; }
-    bool intx_level() const { return intx_level_; }
+    uint64_t intx_cause() const { return events_.intx_cause(); }
+    bool intx_level() const { return events_.intx_level(); }
     const DoorbellStats& doorbells() const { return db_; }
     // Host memory the model spends on this guest's objects, as counted
     // against MthcaConfig::max_model_bytes (set_model_memory_cap: tests).
@@ -511,9 +512,6 @@ private:
     void set_carrier(bool on);
 
     // events.cc
-    bool write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);
-    void fire(Eq& eq);
-    void update_intx();
     void complete_event(const Cmd& c, Status s);
 
     MthcaConfig cfg_;
@@ -533,16 +531,13 @@ private:
     bool icm_size_set_ = false;
     HcaLayout layout_;
 
-    std::map<uint32_t, Eq> eqs_;  // by eqn
-    std::array<int, 64> event_eq_{};  // event type -> eqn, -1 = unmapped
+    EventUnit events_;  // EQs and interrupts
     std::map<uint32_t, Cq> cqs_;    // by index (cqn & (num_cqs - 1))
     std::map<uint32_t, Srq> srqs_;  // by index
     std::map<uint32_t, Mpt> mpts_;  // by index
     std::map<uint32_t, Qp> qps_;    // by index; absent = RESET
     std::array<uint32_t, 4> special_base_{};  // by CONF_SPECIAL_QP op_mod; 0 = none
 
-    uint64_t intx_cause_ = 0;
-    bool intx_level_ = false;
     std::array<uint32_t, kCatasDwords> catas_{};  // the error buffer; all 0 = healthy
 
     std::array<Port, 2> ports_;
