@@ -37,7 +37,7 @@ uint64_t read_be_dwords(uint64_t rel, unsigned size, Dword dword)
 Hca::Hca(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq)
     : name_(cfg.name), num_ports_(cfg.num_ports == 2 ? 2 : 1), core_(cfg, mem, irq, cfgspace_)
 {
-    IBEMU_INFO(name_, "MT25208 (15b3:6282) mem-free, %u port(s), node GUID %016llx, FW %u.%u.%u", cfg.num_ports,
+    IBEMU_INFO(name_, "MT25208 (15b3:6282) mem-free, %u port(s), node GUID %016llx, FW %u.%u.%u", num_ports_,
                (unsigned long long)cfg.node_guid, kFwMajor, kFwMinor, kFwSubminor);
 }
 
