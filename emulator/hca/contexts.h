@@ -73,6 +73,7 @@ inline constexpr Field kResizeLkey{0x1c, 4, 0, 32};
 }  // namespace cqc
 
 enum class CqArm : uint8_t { Disarmed, NextCompletion, NextSolicited };
+const char* cq_arm_name(CqArm a);
 
 struct Cq {
     uint32_t cqn = 0;
@@ -286,6 +287,9 @@ inline constexpr unsigned kStateDraining = 7;
 
 // Service types (mthca_qp.c).
 enum class QpService : uint8_t { Rc = 0, Uc = 1, Rd = 2, Ud = 3, Mlx = 7 };
+// The name of a context's service type (its raw 3-bit field: "?" for
+// the reserved values a guest may write).
+const char* qp_service_name(uint8_t st);
 
 enum class SpecialQp : uint8_t { None, Smi, Gsi };
 

@@ -101,7 +101,11 @@ Core::Core(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq, const C
       irq_(irq),
       cfgspace_(cfgspace),
       num_ports_(cfg.num_ports == 2 ? 2 : 1),
-      icm_(mem_)
+      icm_(mem_),
+      events_(cfg_.name, irq, cfgspace,
+              [this](uint32_t lkey, uint32_t pd, uint64_t va, std::span<uint8_t> eqe) {
+                  return tpt_access(lkey, pd, va, eqe.data(), eqe.size(), true);
+              })
 {
     if (cfg.num_ports != 1 && cfg.num_ports != 2)
         IBEMU_ERROR(cfg_.name, "num_ports %u unsupported, using 1", cfg.num_ports);
@@ -165,8 +169,7 @@ void Core::power_on()
     aux_needed_ = 0;
     icm_size_set_ = false;
     layout_ = HcaLayout{};
-    eqs_.clear();
-    event_eq_.fill(-1);
+    events_.power_on();
     cqs_.clear();
     srqs_.clear();
     mpts_.clear();
@@ -175,11 +178,6 @@ void Core::power_on()
     ++obj_gen_;
     ++tpt_gen_;
     special_base_.fill(0);
-    intx_cause_ = 0;
-    if (intx_level_) {
-        intx_level_ = false;
-        irq_.intx(false);
-    }
     for (unsigned p = 0; p < 2; ++p) {
         // The cable stays plugged across a reset: keep what the fabric
         // told us about the physical link.
@@ -192,7 +190,7 @@ void Core::power_on()
         ports_[p].update_phys();
     }
     db_ = DoorbellStats{};
-    db_hi_latch_.clear();
+    db_hi_latch_.fill(0);
     if (catas()) {
         catas_.fill(0);
         IBEMU_INFO(cfg_.name, "reset clears the catastrophic error");
@@ -304,8 +302,7 @@ void Core::execute()
 
 const Eq* Core::find_eq(uint32_t eqn) const
 {
-    auto it = eqs_.find(eqn);
-    return it == eqs_.end() ? nullptr : &it->second;
+    return events_.find(eqn);
 }
 
 const Cq* Core::find_cq(uint32_t cqn) const

@@ -20,6 +20,7 @@
 #include "fabric/packet.h"
 #include "hca/config_space.h"
 #include "hca/contexts.h"
+#include "hca/event_unit.h"
 #include "hca/icm.h"
 #include "hca/mthca.h"
 #include "hca/pci_function.h"
@@ -176,6 +177,11 @@ public:
 
     // --- UAR doorbells (BAR2) ---------------------------------------------
     void uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo);
+    // One 32-bit half of a doorbell at `offset` (a kUar*Doorbell) of UAR
+    // page `uar`, as mthca_write64 writes it on a 32-bit CPU: the hi dword
+    // (at +0, `lo_half` false) is latched per (uar, doorbell); the lo dword
+    // (at +4) rings the doorbell with the latched hi, or 0 if none was.
+    void uar_doorbell_half(uint32_t uar, unsigned offset, bool lo_half, uint32_t value);
     uint32_t num_uars() const { return uint32_t(kBar2Size >> kUarPageShift); }
 
     // --- seams for the fabric and the data path --------------------------
@@ -225,8 +231,8 @@ public:
     const Mpt* find_mpt(uint32_t index) const;
     const Srq* find_srq(uint32_t srqn) const;
     std::span<const Port> ports() const { return {ports_.data(), num_ports_}; }
-    uint64_t intx_cause() const { return intx_cause_; }
-    bool intx_level() const { return intx_level_; }
+    uint64_t intx_cause() const { return events_.intx_cause(); }
+    bool intx_level() const { return events_.intx_level(); }
     const DoorbellStats& doorbells() const { return db_; }
     // Host memory the model spends on this guest's objects, as counted
     // against MthcaConfig::max_model_bytes (set_model_memory_cap: tests).
@@ -273,6 +279,7 @@ private:
     bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
     // MPT checks for a data access.
     enum class Tpt : uint8_t { Ok, BadKey, Bounds, Access };
+    static const char* tpt_name(Tpt t);
     Tpt mr_check(uint32_t key, uint32_t pd, uint64_t va, uint64_t len, uint32_t need, const Mpt** out);
     // Guest-physical pieces of [va, va+len) in region m: fn(gpa, n) -> bool.
     template <class F>
@@ -305,7 +312,7 @@ private:
     // (expected/next PSNs, retry budgets) starts at INIT2RTR/RTR2RTS.
     void apply_qp_context(Qp& q, uint16_t opcode);
 
-    // Send side (qp_send.cc).
+    // Packets out (qp_packet.cc) and the requester (qp_requester.cc).
     struct Route {
         uint8_t port = 1;
         uint16_t dlid = 0;
@@ -355,15 +362,17 @@ private:
     void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
     uint8_t aeth_credits(Qp& q);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
-    // The RC responder's owed responses (qp_send.cc).
+    // The RC responder's owed responses (qp_responder.cc).
     bool respond(Qp& q, const RespEntry& x);
     void resp_progress(Qp& q);
     uint32_t resp_rd_atomic(const QpRun& r) const;
     // Send NAK `code` for `psn`; the class C codes take the QP to ERR with
-    // their affiliated asynchronous event (qp_engine.cc).
+    // their affiliated asynchronous event (qp_responder.cc).
     void responder_nak(Qp& q, unsigned port, uint8_t code, uint32_t psn, uint32_t msn);
 
-    // Receive side (qp_engine.cc). loopback: sent by this port to itself.
+    // Receive dispatch (qp_engine.cc); requests go to the responder
+    // (qp_responder.cc), responses to the completer (qp_completer.cc).
+    // loopback: sent by this port to itself.
     void rx_packet(unsigned port, const Packet& p, bool loopback);
     void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
     void rx_ud(unsigned port, RxCtx& rx, Qp& q);
@@ -509,9 +518,6 @@ private:
     void update_carrier();
 
     // events.cc
-    bool write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24);
-    void fire(Eq& eq);
-    void update_intx();
     void complete_event(const Cmd& c, Status s);
 
     MthcaConfig cfg_;
@@ -531,24 +537,24 @@ private:
     bool icm_size_set_ = false;
     HcaLayout layout_;
 
-    std::map<uint32_t, Eq> eqs_;  // by eqn
-    std::array<int, 64> event_eq_{};  // event type -> eqn, -1 = unmapped
+    EventUnit events_;  // EQs and interrupts
     std::map<uint32_t, Cq> cqs_;    // by index (cqn & (num_cqs - 1))
     std::map<uint32_t, Srq> srqs_;  // by index
     std::map<uint32_t, Mpt> mpts_;  // by index
     std::map<uint32_t, Qp> qps_;    // by index; absent = RESET
     std::array<uint32_t, 4> special_base_{};  // by CONF_SPECIAL_QP op_mod; 0 = none
 
-    uint64_t intx_cause_ = 0;
-    bool intx_level_ = false;
     std::array<uint32_t, kCatasDwords> catas_{};  // the error buffer; all 0 = healthy
 
     std::array<Port, 2> ports_;
     NodeIdentity node_;
     Sma sma_;
     DoorbellStats db_;
-    std::map<uint32_t, uint32_t> db_hi_latch_;  // (uar << 12 | offset) -> hi dword
-    friend class Hca;
+    // The hi dwords written by uar_doorbell_half, by (uar, doorbell): one
+    // slot for each of the three doorbells of every UAR page. Cleared by
+    // power_on and as each is consumed.
+    static constexpr unsigned kUarDoorbells = 3;
+    std::array<uint32_t, (kBar2Size >> kUarPageShift) * kUarDoorbells> db_hi_latch_{};
     friend struct Gather;
 };
 

@@ -1,18 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Event queues and interrupts of the mem-free HCA, and the doorbells that
-// drive them.
-//
-// An EQE is 32 bytes: type in byte 1, subtype in byte 3, 24 bytes of event
-// data from byte 4, and the owner bit in byte 31 (mthca_eq.c). The driver
-// marks every free entry HW-owned (0x80); the HCA writes entries SW-owned
-// (0). An EQ fires its interrupt when it is armed and gets an entry, or is
-// armed while it holds entries the driver has not consumed yet.
-//
-// Interrupt routing follows the EQ's "intr" field: with MSI-X enabled the
-// driver programs 128 + vector; otherwise it programs the INTA pin
-// number from QUERY_ADAPTER, which becomes a bit in the 64-bit interrupt
-// cause register that CLR_INT clears (mthca_arbel_interrupt()).
+// What the Core raises through its EQ and interrupt block (event_unit.h):
+// command-completion events, asynchronous events, CQ completion events,
+// and the UAR doorbells (CQ arming, send doorbells) and port changes that
+// lead to them.
 #include <algorithm>
 #include <cstring>
 
@@ -22,11 +13,14 @@
 #include "hca/wire.h"
 
 namespace ibemu::mthca {
-namespace {
 
-constexpr uint8_t kMsixIntrBase = 128;
-constexpr size_t kEqeEvent = 4;
-constexpr size_t kEqeOwner = 31;
+const char* cq_arm_name(CqArm a)
+{
+    static const char* const names[] = {"disarmed", "next", "solicited"};
+    unsigned i = unsigned(a);
+    return i < 3 ? names[i] : "?";
+}
+namespace {
 
 // Command completion event data (offsets within the 24 event bytes).
 constexpr Field kCmdToken{2, 2, 0, 16};
@@ -38,67 +32,7 @@ constexpr uint32_t kCqDbReqNotSol = 1, kCqDbReqNot = 2, kCqDbReqNotMult = 3;
 
 }  // namespace
 
-bool Core::write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24)
-{
-    auto it = eqs_.find(eqn);
-    if (it == eqs_.end()) {
-        IBEMU_GUEST_ERROR(cfg_.name, "event 0x%02x for EQ %u, which is not owned by HW: dropped", type, eqn);
-        return false;
-    }
-    Eq& eq = it->second;
-    uint32_t nent = 1u << eq.log_size;
-    if (eq.producer - eq.consumer >= nent) {
-        if (!eq.overflow)
-            IBEMU_GUEST_ERROR(cfg_.name, "EQ %u overflow (producer %u consumer %u): event 0x%02x dropped", eqn,
-                              eq.producer, eq.consumer, type);
-        eq.overflow = true;
-        return false;
-    }
-    std::array<uint8_t, eqc::kEntrySize> eqe{};
-    eqe[1] = type;
-    eqe[3] = subtype;
-    std::memcpy(eqe.data() + kEqeEvent, payload24.data(), payload24.size() < 24 ? payload24.size() : 24);
-    eqe[kEqeOwner] = 0;  // software owns it now
-    uint64_t va = eq.start + uint64_t(eq.producer & (nent - 1)) * eqc::kEntrySize;
-    if (!tpt_access(eq.lkey, eq.pd, va, eqe.data(), eqe.size(), true)) {
-        IBEMU_GUEST_ERROR(cfg_.name, "EQ %u: cannot write EQE at va 0x%llx (lkey 0x%08x): dropped", eqn,
-                          (unsigned long long)va, eq.lkey);
-        return false;
-    }
-    ++eq.producer;
-    ++eq.events;
-    IBEMU_DEBUG(cfg_.name, "EQE type 0x%02x/%u on EQ %u slot %u%s", type, subtype, eqn, (eq.producer - 1) & (nent - 1),
-                eq.armed ? " (fires)" : "");
-    if (eq.armed)
-        fire(eq);
-    return true;
-}
-
-void Core::fire(Eq& eq)
-{
-    eq.armed = false;
-    if (cfgspace_.msix_enabled()) {
-        if (eq.intr >= kMsixIntrBase && eq.intr - kMsixIntrBase < kMsixVectors) {
-            irq_.msix(eq.intr - kMsixIntrBase);
-        } else {
-            IBEMU_GUEST_ERROR(cfg_.name, "EQ %u intr %u is not an MSI-X vector while MSI-X is on", eq.eqn, eq.intr);
-        }
-        return;
-    }
-    intx_cause_ |= uint64_t(1) << (eq.intr & 63);
-    update_intx();
-}
-
-void Core::update_intx()
-{
-    bool level = intx_cause_ && !cfgspace_.msix_enabled() && !cfgspace_.intx_disabled();
-    if (level != intx_level_) {
-        intx_level_ = level;
-        irq_.intx(level);
-    }
-}
-
-void Core::interrupt_mode_changed() { update_intx(); }
+void Core::interrupt_mode_changed() { events_.interrupt_mode_changed(); }
 
 void Core::complete_event(const Cmd& c, Status s)
 {
@@ -106,65 +40,31 @@ void Core::complete_event(const Cmd& c, Status s)
     kCmdToken.set(ev, c.token);
     kCmdStatus.set(ev, uint8_t(s));
     kCmdOutParam.set(ev, c.has_imm ? c.out_imm : 0);
-    int eqn = event_eq_[ev::kCmd];
+    int eqn = events_.eq_of(ev::kCmd);
     if (eqn < 0) {
         IBEMU_GUEST_ERROR(cfg_.name, "event-mode command 0x%03x but no EQ is mapped for command events",
                           c.opcode);
         return;
     }
-    write_eqe(uint32_t(eqn), ev::kCmd, 0, ev);
+    events_.write_eqe(uint32_t(eqn), ev::kCmd, 0, ev);
 }
 
-void Core::eq_arm(uint64_t eq_mask)
-{
-    for (unsigned n = 0; n < kMaxEqs; ++n) {
-        if (!(eq_mask & (uint64_t(1) << n)))
-            continue;
-        auto it = eqs_.find(n);
-        if (it == eqs_.end()) {
-            IBEMU_DEBUG(cfg_.name, "arm of EQ %u, which is not owned by HW", n);
-            continue;
-        }
-        Eq& eq = it->second;
-        eq.armed = true;
-        if (eq.producer != eq.consumer)
-            fire(eq);
-    }
-}
+void Core::eq_arm(uint64_t eq_mask) { events_.arm(eq_mask); }
 
-void Core::eq_set_ci(unsigned eqn, uint32_t ci)
-{
-    auto it = eqs_.find(eqn);
-    if (it == eqs_.end()) {
-        IBEMU_GUEST_ERROR(cfg_.name, "set CI of EQ %u, which is not owned by HW", eqn);
-        return;
-    }
-    Eq& eq = it->second;
-    if (ci - eq.consumer > eq.producer - eq.consumer) {
-        IBEMU_GUEST_ERROR(cfg_.name, "EQ %u consumer index %u beyond producer %u", eqn, ci, eq.producer);
-        return;
-    }
-    eq.consumer = ci;
-    if (eq.producer - eq.consumer < (1u << eq.log_size))
-        eq.overflow = false;
-}
+void Core::eq_set_ci(unsigned eqn, uint32_t ci) { events_.set_ci(eqn, ci); }
 
-void Core::clr_int(uint64_t mask)
-{
-    intx_cause_ &= ~mask;
-    update_intx();
-}
+void Core::clr_int(uint64_t mask) { events_.clr_int(mask); }
 
 bool Core::post_async_event(uint8_t type, uint8_t subtype, std::span<const uint8_t> payload24)
 {
     if (type >= 64 || state_ != FwState::HcaUp || catas())
         return false;
-    int eqn = event_eq_[type];
+    int eqn = events_.eq_of(type);
     if (eqn < 0) {
         IBEMU_DEBUG(cfg_.name, "event 0x%02x not mapped to any EQ: dropped", type);
         return false;
     }
-    return write_eqe(uint32_t(eqn), type, subtype, payload24);
+    return events_.write_eqe(uint32_t(eqn), type, subtype, payload24);
 }
 
 bool Core::cq_completion(uint32_t cqn, bool solicited)
@@ -180,7 +80,7 @@ bool Core::cq_completion(uint32_t cqn, bool solicited)
     q.arm = CqArm::Disarmed;
     std::array<uint8_t, 24> ev{};
     put32(ev, 0, cqn);
-    return write_eqe(q.comp_eqn, ev::kComp, 0, ev);
+    return events_.write_eqe(q.comp_eqn, ev::kComp, 0, ev);
 }
 
 void Core::set_port_link(unsigned port, bool up)
@@ -231,6 +131,24 @@ bool Core::uar_owns(uint32_t uar, uint32_t owner, const char* what, uint32_t num
     return false;
 }
 
+void Core::uar_doorbell_half(uint32_t uar, unsigned offset, bool lo_half, uint32_t value)
+{
+    unsigned slot = offset == kUarSendDoorbell ? 0 : offset == kUarRecvDoorbell ? 1 : 2;
+    if (uar >= num_uars() || (offset != kUarCqDoorbell && slot == 2)) {
+        ++db_.bogus;
+        IBEMU_GUEST_ERROR(cfg_.name, "UAR %u: 32-bit write at +0x%x is not a doorbell", uar, offset + (lo_half ? 4 : 0));
+        return;
+    }
+    uint32_t& hi = db_hi_latch_[size_t(uar) * kUarDoorbells + slot];
+    if (!lo_half) {
+        hi = value;
+        return;
+    }
+    uint32_t h = hi;
+    hi = 0;
+    uar_doorbell(uar, offset, h, value);
+}
+
 void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
 {
     db_.last_hi = hi;
@@ -270,8 +188,7 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
         }
         q.arm_sn = hi >> 28;
         ++db_.cq_arm;
-        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn,
-                    q.arm == CqArm::NextSolicited ? "solicited" : "next", lo);
+        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn, cq_arm_name(q.arm), lo);
         // Armed while CQEs beyond the consumer index it gives are already
         // there: the event is due at once.
         if (q.arm == CqArm::NextCompletion && q.producer != lo)

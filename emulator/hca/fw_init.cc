@@ -462,8 +462,6 @@ Status Core::cmd_close_hca(Cmd& c)
 {
     if (c.op_mod)
         c.note = "panic close";
-    eqs_.clear();
-    event_eq_.fill(-1);
     cqs_.clear();
     srqs_.clear();
     mpts_.clear();
@@ -478,8 +476,7 @@ Status Core::cmd_close_hca(Cmd& c)
         ports_[p].update_phys();
     }
     update_carrier();
-    intx_cause_ = 0;
-    update_intx();
+    events_.close();
     layout_ = HcaLayout{};
     state_ = FwState::Running;
     return Status::Ok;

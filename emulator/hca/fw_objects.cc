@@ -52,7 +52,7 @@ Status Core::cmd_sw2hw_eq(Cmd& c)
     uint32_t eqn = c.in_mod;
     if (eqn >= (1u << layout_.log_eqs) || eqn >= kMaxEqs)
         return fail(c, Status::BadIndex, "EQ %u beyond table (%u)", eqn, 1u << layout_.log_eqs);
-    if (eqs_.count(eqn))
+    if (events_.owned(eqn))
         return fail(c, Status::BadResState, "EQ %u already owned by HW", eqn);
     if (!context_mapped(layout_.eqc_base, eqn, kEqcEntrySize))
         return fail(c, Status::BadResource, "EQ %u context ICM not mapped", eqn);
@@ -80,7 +80,7 @@ Status Core::cmd_sw2hw_eq(Cmd& c)
     encode_eq(e, ctx);
     if (!icm_.write(layout_.eqc_base + uint64_t(eqn) * kEqcEntrySize, ctx.data(), ctx.size()))
         return fail(c, Status::InternalErr, "EQ context write to ICM failed");
-    eqs_[eqn] = e;
+    events_.insert(e);
     char buf[80];
     snprintf(buf, sizeof buf, "EQ %u: %u entries, intr %u, lkey 0x%08x", eqn, 1u << e.log_size, e.intr, e.lkey);
     c.note = buf;
@@ -90,13 +90,12 @@ Status Core::cmd_sw2hw_eq(Cmd& c)
 Status Core::cmd_hw2sw_eq(Cmd& c)
 {
     uint32_t eqn = c.in_mod;
-    auto it = eqs_.find(eqn);
-    if (it == eqs_.end())
+    Eq last;
+    if (!events_.remove(eqn, &last))
         return fail(c, Status::BadResState, "EQ %u is not owned by HW", eqn);
     std::array<uint8_t, eqc::kSize> out{};
-    encode_eq(it->second, out);
+    encode_eq(last, out);
     eqc::kOwner.set(out, 0);
-    eqs_.erase(it);
     if (!write_box(c, c.out_param, out))
         return Status::InternalErr;
     return Status::Ok;
@@ -104,11 +103,11 @@ Status Core::cmd_hw2sw_eq(Cmd& c)
 
 Status Core::cmd_query_eq(Cmd& c)
 {
-    auto it = eqs_.find(c.in_mod);
-    if (it == eqs_.end())
+    const Eq* e = events_.find(c.in_mod);
+    if (!e)
         return fail(c, Status::BadResState, "EQ %u is not owned by HW", c.in_mod);
     std::array<uint8_t, eqc::kSize> out{};
-    encode_eq(it->second, out);
+    encode_eq(*e, out);
     if (!write_box(c, c.out_param, out))
         return Status::InternalErr;
     return Status::Ok;
@@ -120,15 +119,11 @@ Status Core::cmd_map_eq(Cmd& c)
     uint32_t eqn = c.in_mod & 0x7fffffffu;
     uint64_t mask = c.in_param;
     if (!unmap) {
-        if (eqn >= kMaxEqs || !eqs_.count(eqn))
+        if (eqn >= kMaxEqs || !events_.owned(eqn))
             return fail(c, Status::BadResState, "EQ %u is not owned by HW", eqn);
-        for (unsigned t = 0; t < 64; ++t)
-            if (mask & (1ull << t))
-                event_eq_[t] = int(eqn);
+        events_.map(mask, eqn);
     } else {
-        for (unsigned t = 0; t < 64; ++t)
-            if (mask & (1ull << t))
-                event_eq_[t] = -1;
+        events_.unmap(mask);
     }
     char buf[64];
     snprintf(buf, sizeof buf, "%s mask 0x%016llx EQ %u", unmap ? "unmap" : "map", (unsigned long long)mask, eqn);

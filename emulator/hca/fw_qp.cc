@@ -19,6 +19,12 @@ const char* qp_state_name(QpState s)
     return i < 7 ? names[i] : "?";
 }
 
+const char* qp_service_name(uint8_t st)
+{
+    static const char* const names[] = {"RC", "UC", "RD", "UD", "?", "?", "?", "MLX"};
+    return st < 8 ? names[st] : "?";
+}
+
 namespace {
 
 constexpr uint8_t bit(QpState s) { return uint8_t(1u << unsigned(s)); }

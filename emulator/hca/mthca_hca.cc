@@ -37,7 +37,7 @@ uint64_t read_be_dwords(uint64_t rel, unsigned size, Dword dword)
 Hca::Hca(const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq)
     : name_(cfg.name), num_ports_(cfg.num_ports == 2 ? 2 : 1), core_(cfg, mem, irq, cfgspace_)
 {
-    IBEMU_INFO(name_, "MT25208 (15b3:6282) mem-free, %u port(s), node GUID %016llx, FW %u.%u.%u", cfg.num_ports,
+    IBEMU_INFO(name_, "MT25208 (15b3:6282) mem-free, %u port(s), node GUID %016llx, FW %u.%u.%u", num_ports_,
                (unsigned long long)cfg.node_guid, kFwMajor, kFwMinor, kFwSubminor);
 }
 
@@ -201,17 +201,7 @@ void Hca::bar2_write(uint64_t off, unsigned size, uint64_t value)
         core_.uar_doorbell(uar, db, uint32_t(be >> 32), uint32_t(be));
         return;
     }
-    uint32_t key = uar << 12 | db;
-    if (!(in_page & 4)) {
-        if (core_.db_hi_latch_.size() < core_.num_uars() * 4u || core_.db_hi_latch_.count(key))
-            core_.db_hi_latch_[key] = swap32(uint32_t(value));
-        return;
-    }
-    auto it = core_.db_hi_latch_.find(key);
-    uint32_t hi = it == core_.db_hi_latch_.end() ? 0 : it->second;
-    if (it != core_.db_hi_latch_.end())
-        core_.db_hi_latch_.erase(it);
-    core_.uar_doorbell(uar, db, hi, swap32(uint32_t(value)));
+    core_.uar_doorbell_half(uar, db, in_page & 4, swap32(uint32_t(value)));
 }
 
 }  // namespace ibemu::mthca

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// Private to the QP engine (qp_engine.cc, qp_send.cc): the parsed views of
+// Private to the QP engine (qp_engine.cc and its roles, qp_requester.cc,
+// qp_responder.cc, qp_completer.cc, qp_packet.cc): the parsed views of
 // a send WQE and of a received packet, the payload gather helper, and
 // big-endian accessors for raw pointers.
 #pragma once

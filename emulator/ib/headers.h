@@ -13,8 +13,8 @@ namespace ibemu::ib {
 
 inline constexpr uint16_t kPermissiveLid = 0xffff;  // IBA 4.1.3
 inline constexpr uint16_t kMulticastLidBase = 0xc000;
-inline constexpr uint8_t kSmpVl = 15;  // IBA 7.6.3 C7-? VL15 is for SMPs only
-// QP1 carries this Q_Key (IBA 9.6.1.1 C9-?); QP0 ignores Q_Keys.
+inline constexpr uint8_t kSmpVl = 15;  // IBA 7.6.3: VL15 is for SMPs only
+// QP1 carries this Q_Key (IBA 9.6.1.1); QP0 ignores Q_Keys.
 inline constexpr uint32_t kQp1Qkey = 0x80010000;
 
 // LRH, 8 bytes (IBA 7.7).

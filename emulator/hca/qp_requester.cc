@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// The send side of the QP engine: the send doorbell, fetching and parsing
-// send WQEs (the mem-free layouts of mthca_wqe.h: a "next" segment, then
-// remote-address / atomic / UD address-vector segments, then data
-// segments), packetising messages per transport, the RC requester's
-// retransmission, and the responder's ACKs, READ responses and atomic ACKs.
+// The requester role of the QP engine (rxe's req.c): the send doorbell,
+// fetching and parsing send WQEs (the mem-free layouts of mthca_wqe.h: a
+// "next" segment, then remote-address / atomic / UD address-vector
+// segments, then data segments), and packetising messages per transport
+// (RC, UC, UD and the MLX transport of QP0/QP1). Responses to what it sends
+// are the completer's (qp_completer.cc).
 //
 // A WQE's opcode and size are not in the WQE itself: they are in the "next"
 // segment of the WQE before it (or, for the first WQE of a doorbell, in the
@@ -24,192 +25,7 @@ namespace ibemu::mthca {
 
 using namespace qpe;
 
-namespace {
-constexpr uint8_t kZeroPad[4] = {0, 0, 0, 0};
-}  // namespace
-
-// ---- headers ------------------------------------------------------------------
-
-Core::Route Core::route_of(const Qp& q) const
-{
-    Route rt;
-    rt.port = q.port ? q.port : 1;
-    rt.dlid = q.a.rlid;
-    rt.sl = q.a.sl;
-    rt.path_bits = q.a.path_bits;
-    rt.grh = q.a.grh;
-    rt.dgid = q.a.rgid.data();
-    rt.hop = q.a.hop_limit;
-    rt.tclass = q.a.tclass;
-    rt.flow = q.a.flow;
-    return rt;
-}
-
-size_t Core::build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, uint16_t pkey, uint32_t dqpn,
-                           bool ackreq, uint32_t psn)
-{
-    const Port& pt = ports_[rt.port - 1];
-    uint8_t* h = p.hdr.data();
-    p.vl = data_vl(pt, rt.sl);  // IBA 7.6.6: SL to VL by the port's table
-    h[0] = uint8_t(p.vl << 4);  // LVer 0
-    h[1] = uint8_t(rt.sl << 4 | (rt.grh ? iba::kLnhIbaGlobal : iba::kLnhIbaLocal));
-    wbe16(h + 2, rt.dlid);
-    wbe16(h + 4, 0);
-    wbe16(h + 6, uint16_t(pt.lid | (rt.path_bits & ((1u << pt.lmc) - 1))));
-    size_t off = iba::kLrhLen;
-    if (rt.grh) {
-        uint8_t* g = h + off;
-        wbe32(g, 6u << 28 | uint32_t(rt.tclass) << 20 | (rt.flow & 0xfffff));
-        wbe16(g + 4, 0);
-        g[6] = iba::kGrhNextHdrIba;
-        g[7] = rt.hop;
-        wbe64(g + 8, pt.gid_prefix);
-        wbe64(g + 16, pt.guid);
-        if (rt.dgid)
-            std::memcpy(g + 24, rt.dgid, 16);
-        else
-            std::memset(g + 24, 0, 16);
-        off += iba::kGrhLen;
-    }
-    uint8_t* b = h + off;
-    b[0] = opcode;
-    b[1] = uint8_t(se ? 0x80 : 0);  // pad count filled in by finish_packet
-    wbe16(b + 2, pkey);
-    wbe32(b + 4, dqpn & 0xffffff);
-    wbe32(b + 8, (ackreq ? 0x80000000u : 0) | (psn & iba::kPsnMask));
-    return off + iba::kBthLen;
-}
-
-void Core::finish_packet(Packet& p, size_t hdr_len)
-{
-    p.hdr_len = uint16_t(hdr_len);
-    unsigned pad = (4 - (p.payload_len & 3)) & 3;
-    uint8_t* h = p.hdr.data();
-    size_t bth = (h[1] & 3) == iba::kLnhIbaGlobal ? iba::kLrhLen + iba::kGrhLen : iba::kLrhLen;
-    if (pad) {
-        p.seg[p.nseg++] = {kZeroPad, pad};
-        p.payload_len += pad;
-        h[bth + 1] = uint8_t((h[bth + 1] & 0xcf) | pad << 4);
-    }
-    uint32_t total = uint32_t(hdr_len) + p.payload_len + 4;  // + ICRC
-    wbe16(h + 4, uint16_t((total / 4) & 0x7ff));
-    if (bth != iba::kLrhLen)
-        wbe16(h + iba::kLrhLen + 4, uint16_t(total - iba::kLrhLen - iba::kGrhLen));
-}
-
-// The fields of a driver-built MLX header that the HCA itself supplies.
-// ib_mthca (build_mlx_header, mthca_read_ah) puts only the AV's source path
-// bits in the LRH SLID, and the permissive LID with the SLR bit for a
-// permissive DLID; the VL comes from the MLX segment's VL15 bit, else from
-// the SL (SL-to-VL is not modelled: VL 0).
-void Core::mlx_fixup(unsigned port, Packet& p, uint32_t flags)
-{
-    uint8_t* h = p.hdr.data();
-    p.vl = (flags & wqe::kMlxVl15) ? 15 : 0;
-    h[0] = uint8_t(p.vl << 4 | (h[0] & 0x0f));
-    if (!(flags & wqe::kMlxSlr) && port >= 1 && port <= num_ports_) {
-        const Port& pt = ports_[port - 1];
-        uint16_t path_mask = uint16_t((1u << pt.lmc) - 1);
-        wbe16(h + 6, uint16_t((pt.lid & ~path_mask) | (be16(h + 6) & path_mask)));
-    }
-}
-
-const uint8_t* Core::map_whole_message(const WqeView& w)
-{
-    if (w.nsge != 1 || !w.sge[0].mr || !w.len)
-        return nullptr;
-    const Sge& s = w.sge[0];
-    const Mpt& m = *s.mr;
-    if (m.flags & mpt::kFlagPhysical)
-        return mem_.map_range(s.addr, s.len);
-    if (m.tc_gen != tpt_gen_ || s.addr < m.tc_va || s.addr - m.tc_va >= m.tc_len) {
-        if (!mr_fill_cache(m, s.addr))
-            return nullptr;
-    }
-    uint64_t in = s.addr - m.tc_va;
-    if (s.len > m.tc_len - in)
-        return nullptr;
-    return mem_.map_range(m.tc_phys + in, s.len);
-}
-
-void Core::transmit(unsigned port, Packet& p)
-{
-    if (port < 1 || port > num_ports_)
-        return;
-    Port& pt = ports_[port - 1];
-    Wire* w = wires_[port - 1];
-    ++db_.tx_packets;
-    // Only SMPs (VL15) leave a port that is not yet ARMED/ACTIVE.
-    bool up = pt.state == PortState::Active || (p.vl == 15 && pt.state != PortState::Down);
-    if (!w || !pt.link_present || !pt.ib_open || !up) {
-        ++pt.xmit_discards;
-        return;
-    }
-    if (tx_depth_ + 1 >= tx_pkts_.size()) {
-        // A synchronous wire nested us this deep: the per-level packet and
-        // bounce buffers are all in use. Drop; RC recovers by retrying.
-        ++pt.xmit_discards;
-        IBEMU_DEBUG(cfg_.name, "port %u: transmit nested %u deep, packet dropped", port, tx_depth_);
-        return;
-    }
-    ++tx_depth_;
-    if (is_own_lid(pt, be16(p.hdr.data() + 2))) {
-        // Addressed to this port (its LID within the LMC range): the port
-        // delivers it itself, as a real port loops it back; it never
-        // reaches the link and is not counted as link traffic.
-        rx_packet(port, p, true);
-    } else {
-        ++pt.xmit_pkts;
-        pt.xmit_data += be16(p.hdr.data() + 4) & 0x7ff;
-        w->transmit(p);
-        // Multicast is also replicated to the QPs of this port attached to
-        // the group, the sending QP included (no switch sends a packet back
-        // out its ingress port; IPoIB drops its own copies by SLID/QPN).
-        uint16_t dlid = be16(p.hdr.data() + 2);
-        if (dlid >= iba::kMulticastLidBase && dlid != iba::kPermissiveLid && p.vl != 15)
-            rx_packet(port, p, true);
-    }
-    --tx_depth_;
-}
-
-bool Core::tx_room(const Route& rt, uint32_t payload)
-{
-    if (rt.port < 1 || rt.port > num_ports_)
-        return true;
-    Wire* w = wires_[rt.port - 1];
-    const Port& pt = ports_[rt.port - 1];
-    if (!w || is_own_lid(pt, rt.dlid))
-        return true;  // loopback takes no link credits
-    if (arb_pushed_[rt.port - 1] != pt.arb_gen) {
-        // The SM changed VLArbitrationTable or VLHighLimit: the port's
-        // transmitter arbitrates by them from now on.
-        w->set_arbitration(vl_arbitration_from(pt.vlarb, pt.vl_high_limit));
-        arb_pushed_[rt.port - 1] = pt.arb_gen;
-    }
-    // The largest headers a data packet of ours carries: LRH, GRH, BTH,
-    // RETH/AETH and ImmDt, plus the pad.
-    uint32_t bytes = iba::kLrhLen + (rt.grh ? iba::kGrhLen : 0) + iba::kBthLen + 20 + payload + 3;
-    return w->ready(data_vl(pt, rt.sl), bytes);
-}
-
-Packet& Core::tx_packet()
-{
-    // Preallocated per transmit nesting level (a synchronous wire may make
-    // the peer answer, and us transmit again, inside transmit()).
-    Packet& p = tx_pkts_[std::min<unsigned>(tx_depth_, unsigned(tx_pkts_.size()) - 1)];
-    p.hdr_len = 0;
-    p.vl = 0;
-    p.nseg = 0;
-    p.payload_len = 0;
-    return p;
-}
-
-uint8_t* Core::bounce()
-{
-    return bounce_[std::min<unsigned>(tx_depth_, unsigned(bounce_.size()) - 1)].data();
-}
-
-// ---- WQE fetch ------------------------------------------------------------------
+// ---- WQE fetch -------------------------------------------------------------
 
 bool Core::sq_fetch(Qp& q, uint32_t off, uint8_t size, WqeView& w)
 {
@@ -290,7 +106,7 @@ bool Core::parse_segments(WqeView& w, uint8_t service, bool special, unsigned* s
     return true;
 }
 
-// ---- the send doorbell and the SQ engine ------------------------------------
+// ---- the send doorbell and the SQ engine -----------------------------------
 
 void Core::send_doorbell(Qp& q, uint32_t hi, uint32_t lo)
 {
@@ -511,9 +327,10 @@ uint8_t Core::parse_gather(Qp& q, WqeView& w, unsigned o, bool mlx)
         if (w.nsge >= kMaxSge)
             return cqe::kLocalLength;
         const Mpt* m = nullptr;
-        if (bc && mr_check(lkey, q.a.pd, addr, bc, scatter ? kMptLocalWrite : 0, &m) != Tpt::Ok) {
-            IBEMU_DEBUG(cfg_.name, "QP 0x%x: SGE lkey 0x%08x va 0x%llx len %u refused", q.qpn, lkey,
-                        (unsigned long long)addr, bc);
+        Tpt t = bc ? mr_check(lkey, q.a.pd, addr, bc, scatter ? kMptLocalWrite : 0, &m) : Tpt::Ok;
+        if (t != Tpt::Ok) {
+            IBEMU_DEBUG(cfg_.name, "QP 0x%x: SGE lkey 0x%08x va 0x%llx len %u refused: %s", q.qpn, lkey,
+                        (unsigned long long)addr, bc, tpt_name(t));
             return cqe::kLocalProt;
         }
         w.sge[w.nsge++] = {bc, lkey, addr, m};
@@ -563,7 +380,8 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         break;
     }
     if (!op_ok) {
-        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: send opcode 0x%02x not valid for service %u", q.qpn, w.op, svc);
+        IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: send opcode 0x%02x not valid for service %s", q.qpn, w.op,
+                          qp_service_name(svc));
         return cqe::kLocalQpOp;
     }
     unsigned o = 0;
@@ -800,261 +618,6 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
             return true;
     }
     return true;
-}
-
-void Core::rc_retransmit(Qp& q)
-{
-    QpRun& r = q.r;
-    if (q.state != QpState::Rts && q.state != QpState::Sqd && q.state != QpState::Sqe)
-        return;
-    if (r.out_head == r.out_tail)
-        return;
-    IBEMU_DEBUG(cfg_.name, "QP 0x%x: retransmitting from PSN 0x%06x", q.qpn, r.out[r.out_tail % kMaxOutstanding].first_psn);
-    ++db_.retransmits;
-    // Go back N: every started WQE is sent again from its first packet,
-    // by sq_progress and within its budget.
-    for (uint32_t i = r.out_tail; i != r.out_head; ++i) {
-        SendEntry& e = r.out[i % kMaxOutstanding];
-        e.sent = 0;
-        if (e.op == wqe::kRdmaRead)
-            e.got = 0;
-    }
-    r.tx_idx = r.out_tail;
-    ++r.tx_gen;
-    if (uint64_t t = ack_timeout_ns(q.a.ackto))
-        arm_timer(q, now() + t);
-    sq_progress(q);
-}
-
-// ---- responder packets -------------------------------------------------------
-
-uint8_t Core::aeth_credits(Qp& q)
-{
-    // End-to-end credits (IBA 9.7.7.2): the receive WQEs the responder has
-    // for new SENDs, as the largest code of the AETH credit encoding not
-    // above that count. A QP on an SRQ advertises none (code 31, invalid).
-    static constexpr uint16_t kCreditCount[31] = {0,    1,    2,    3,    4,     6,     8,     12,    16,   24,   32,
-                                                  48,   64,   96,   128,  192,   256,   384,   512,   768,  1024, 1536,
-                                                  2048, 3072, 4096, 6144, 8192,  12288, 16384, 24576, 32768};
-    if (q.a.srq)
-        return iba::kAethCreditsInvalid;
-    uint32_t head = 0;
-    if (!read_db_record(q.a.usr_page, q.a.rcv_db_index, &head))
-        return 0;
-    uint32_t avail = std::min((head - q.r.rq_tail) & 0xffff, 1u << q.a.rq_log_size);
-    uint8_t code = 0;
-    while (code + 1 < 31 && kCreditCount[code + 1] <= avail)
-        ++code;
-    return code;
-}
-
-void Core::send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn)
-{
-    if (syndrome == (iba::kAethAck | iba::kAethCreditsInvalid))
-        syndrome = iba::kAethAck | aeth_credits(q);
-    Route rt = route_of(q);
-    rt.port = uint8_t(port);
-    Packet& p = tx_packet();
-    const Port& pt = ports_[port - 1];
-    size_t h = build_headers(p, rt, iba::opc::kAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen], q.a.remote_qpn,
-                             false, psn);
-    wbe32(p.hdr.data() + h, uint32_t(syndrome) << 24 | (msn & 0xffffff));
-    h += iba::kAethLen;
-    finish_packet(p, h);
-    transmit(port, p);
-}
-
-void Core::send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn)
-{
-    Route rt = route_of(q);
-    rt.port = uint8_t(port);
-    Packet& p = tx_packet();
-    const Port& pt = ports_[port - 1];
-    size_t h = build_headers(p, rt, iba::opc::kAtomicAck, false, pt.pkeys[q.a.pkey_index % kPkeyTableLen],
-                             q.a.remote_qpn, false, psn);
-    wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | aeth_credits(q)) << 24 | (msn & 0xffffff));
-    wbe64(p.hdr.data() + h + 4, orig);
-    h += iba::kAethLen + iba::kAtomicAckLen;
-    finish_packet(p, h);
-    transmit(port, p);
-}
-
-// ---- the responder's queue of owed responses -----------------------------
-
-uint32_t Core::resp_rd_atomic(const QpRun& r) const
-{
-    uint32_t n = 0;
-    for (uint32_t i = r.resp_tail; i != r.resp_head; ++i) {
-        const RespEntry& x = r.resp[i % r.resp.size()];
-        n += x.kind == RespEntry::Read || x.kind == RespEntry::Atomic;
-    }
-    return n;
-}
-
-// Owe response x. With nothing owed before it, an ACK or atomic ACK goes
-// at once; anything else (and everything behind a READ still being sent)
-// is queued and sent in order by resp_progress. False if there is no room
-// (the request is then dropped, as if lost: the requester retries).
-bool Core::respond(Qp& q, const RespEntry& x)
-{
-    QpRun& r = q.r;
-    if (r.resp_head == r.resp_tail && x.kind != RespEntry::Read && x.kind != RespEntry::Nak) {
-        if (x.kind == RespEntry::Atomic)
-            send_atomic_ack(x.port, q, x.psn, x.orig, x.msn);
-        else
-            send_ack(x.port, q, x.syndrome, x.psn, x.msn);
-        return true;
-    }
-    // Room for every READ/atomic RRA_MAX allows, an ACK and a NAK.
-    size_t cap = (size_t(1) << q.a.rra_max) + 2;
-    if (r.resp.size() < cap) {
-        if (!lazy_alloc((cap - r.resp.capacity()) * sizeof(RespEntry))) {
-            ++db_.rx_dropped;
-            return false;
-        }
-        std::vector<RespEntry> grown(cap);
-        uint32_t n = 0;
-        for (uint32_t i = r.resp_tail; i != r.resp_head; ++i)
-            grown[n++] = r.resp[i % r.resp.size()];
-        r.resp = std::move(grown);
-        r.resp_tail = 0;
-        r.resp_head = n;
-    }
-    if (x.kind == RespEntry::Ack && (x.syndrome & 0x60) == iba::kAethAck && r.resp_head != r.resp_tail) {
-        // ACKs coalesce: a later one says all an earlier one said.
-        RespEntry& last = r.resp[(r.resp_head - 1) % r.resp.size()];
-        if (last.kind == RespEntry::Ack && (last.syndrome & 0x60) == iba::kAethAck) {
-            last = x;
-            return true;
-        }
-    }
-    if (r.resp_head - r.resp_tail >= r.resp.size()) {
-        ++db_.rx_dropped;
-        return false;
-    }
-    r.resp[r.resp_head++ % r.resp.size()] = x;
-    if (x.kind == RespEntry::Nak)
-        r.resp_nak = true;
-    resp_progress(q);
-    return true;
-}
-
-// Send owed responses in order, at most kSqBudget packets; a READ response
-// longer than that goes on from poll().
-void Core::resp_progress(Qp& q)
-{
-    using namespace iba::opc;
-    QpRun& r = q.r;
-    if (r.resp_busy)
-        return;  // the outer call goes on
-    r.resp_busy = true;
-    r.resp_resume = false;
-    r.resp_blocked = false;
-    uint32_t budget = kSqBudget;
-    while (r.resp_head != r.resp_tail && budget && !r.resp_blocked) {
-        if (q.state == QpState::Err || q.state == QpState::Rst) {
-            r.resp_head = r.resp_tail = 0;
-            r.resp_nak = false;
-            break;
-        }
-        RespEntry& x = r.resp[r.resp_tail % r.resp.size()];
-        if (x.kind == RespEntry::Ack) {
-            ++r.resp_tail;
-            --budget;
-            send_ack(x.port, q, x.syndrome, x.psn, x.msn);
-            continue;
-        }
-        if (x.kind == RespEntry::Atomic) {
-            ++r.resp_tail;
-            --budget;
-            send_atomic_ack(x.port, q, x.psn, x.orig, x.msn);
-            continue;
-        }
-        if (x.kind == RespEntry::Nak) {
-            RespEntry n = x;
-            ++r.resp_tail;
-            r.resp_nak = false;
-            --budget;
-            responder_nak(q, n.port, n.syndrome & 0x1f, n.psn, n.msn);
-            continue;
-        }
-        // READ response: packets [sent, npkts) from the region. The
-        // entry is found again after each transmit (which may loop back).
-        uint32_t t = r.resp_tail;
-        uint8_t port = x.port;
-        Route rt = route_of(q);
-        rt.port = port;
-        uint16_t pkey = ports_[port - 1].pkeys[q.a.pkey_index % kPkeyTableLen];
-        uint32_t mtu = q.a.mtu;
-        uint8_t failed = 0;  // a NAK code
-        bool moved = false;
-        while (budget) {
-            RespEntry& y = r.resp[t % r.resp.size()];
-            if (y.sent >= y.npkts)
-                break;
-            uint32_t i = y.sent;
-            bool first = i == 0, last = i + 1 == y.npkts;
-            uint8_t opc = first && last ? kReadRespOnly : first ? kReadRespFirst : last ? kReadRespLast : kReadRespMiddle;
-            uint64_t off = uint64_t(i) * mtu;
-            uint32_t n = uint32_t(std::min<uint64_t>(mtu, y.len - std::min<uint64_t>(y.len, off)));
-            if (n && y.mr_gen != obj_gen_) {
-                // An MPT changed since the request was checked: again.
-                const Mpt* m = nullptr;
-                if (mr_check(y.rkey, q.a.pd, y.va + off, y.len - off, kMptRemoteRead, &m) != Tpt::Ok) {
-                    failed = 0x80 | iba::kNakRemoteAccess;
-                    break;
-                }
-                y.mr = m;
-                y.mr_gen = obj_gen_;
-            }
-            if (!tx_room(rt, n)) {
-                r.resp_blocked = true;  // no link credits: held back until tx_ready
-                break;
-            }
-            Packet& p = tx_packet();
-            size_t h = build_headers(p, rt, opc, false, pkey, q.a.remote_qpn, false, (y.psn + i) & iba::kPsnMask);
-            if (first || last) {
-                wbe32(p.hdr.data() + h, uint32_t(iba::kAethAck | aeth_credits(q)) << 24 | (y.msn & 0xffffff));
-                h += iba::kAethLen;
-            }
-            if (n) {
-                Gather g{*this, p, bounce()};
-                if (!mr_walk(*y.mr, y.va + off, n, [&](uint64_t gpa, uint32_t cnt) { return g.gpa(gpa, cnt); }) ||
-                    !g.ok) {
-                    failed = 0x80 | iba::kNakRemoteOp;  // memory the region maps cannot be read
-                    break;
-                }
-            }
-            finish_packet(p, h);
-            ++y.sent;
-            --budget;
-            transmit(port, p);
-            if (r.resp_tail != t || r.resp_head == r.resp_tail || q.state == QpState::Err) {
-                moved = true;  // the queue changed under us (the QP failed)
-                break;
-            }
-        }
-        if (failed) {
-            // The region went away (remote access error) or its memory
-            // cannot be read (remote operational error): a class C
-            // responder error, which ends the QP.
-            RespEntry y = r.resp[t % r.resp.size()];
-            r.resp_head = r.resp_tail = 0;
-            r.resp_nak = false;
-            IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: READ response from va 0x%llx unreadable", q.qpn,
-                              (unsigned long long)y.va);
-            responder_nak(q, y.port, failed & 0x1f, (y.psn + y.sent) & iba::kPsnMask, y.msn);
-            break;
-        }
-        if (!moved && r.resp[t % r.resp.size()].sent >= r.resp[t % r.resp.size()].npkts)
-            ++r.resp_tail;
-    }
-    r.resp_busy = false;
-    if (r.resp_head != r.resp_tail && q.state != QpState::Err && q.state != QpState::Rst) {
-        r.resp_resume = true;
-        if (!r.resp_blocked)  // else once the port's wire has credits again
-            next_deadline_ = std::min(next_deadline_, now());
-    }
 }
 
 }  // namespace ibemu::mthca
