@@ -300,7 +300,7 @@ void Switch::receive(unsigned in, const Packet& p)
         return;
     }
     if (v.vl == kSmpVl) {
-        // IBA 7.6.3 / C9-?: VL15 carries only SMPs, which are UD to QP0 with
+        // IBA 7.6.3: VL15 carries only SMPs, which are UD to QP0 with
         // an LRH-only (local) header.
         if (v.lnh != lrh::kLnhLocal || !v.has_bth || v.dest_qp != 0) {
             ++ip.ctr.rcv_discards;
@@ -734,7 +734,7 @@ uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
     using namespace portinfo;
     Port& p = ports_[n];
     // Validate everything first: an invalid Set changes nothing (IBA
-    // 14.2.5.6, C14-? on PortState transitions).
+    // 14.2.5.6 on PortState transitions).
     PortState req = PortState(kPortState.get(d));
     PortState next = p.state;
     switch (req) {

@@ -5,7 +5,7 @@
 // SMA; ports 1..N are external and each is a PortEndpoint joined to a Link.
 //
 // Forwarding (IBA 18.2.4):
-//  - VL15 carries SMPs only (C7-?/IBA 7.6.3). A VL15 packet to the
+//  - VL15 carries SMPs only (IBA 7.6.3). A VL15 packet to the
 //    permissive LID or to the switch's LID goes to the SMI (directed route
 //    rules of 14.2.2, C14-6 .. C14-13); one to another LID is LID routed, on
 //    any port whose link is up, whatever its logical state.

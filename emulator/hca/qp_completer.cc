@@ -119,8 +119,19 @@ void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
             uint8_t code = syn & 0x1f;
             if (code == iba::kNakPsnSeq) {
                 // Waiting out an RNR NAK already: that retry resends anyway.
-                if (!r.rnr_wait)
-                    rc_retransmit(q);
+                if (r.rnr_wait)
+                    return;
+                // A sequence-error NAK costs a transport retry, as a local
+                // ACK timeout does (the transport retry count bounds both;
+                // rxe counts it the same way). With IPoIB-CM's retry count
+                // of 0 a lost packet fails the connection, as on hardware.
+                if (r.retries == 0) {
+                    IBEMU_INFO(cfg_.name, "QP 0x%x: transport retry counter exceeded (sequence error NAK)", q.qpn);
+                    qp_to_error(q, cqe::kRetryExc, true, 0);
+                    return;
+                }
+                --r.retries;
+                rc_retransmit(q);
                 return;
             }
             uint8_t s = code == iba::kNakInvalidReq     ? cqe::kRemoteInvalReq

@@ -932,6 +932,32 @@ TEST_F(QpEngine, RcRetransmitRecoversFromOneLostPacket)
     EXPECT_FALSE(c.error);
 }
 
+// The go-back-N above spends a transport retry: with a retry count of 0
+// (IPoIB-CM's) the sequence-error NAK fails the send instead of resending.
+TEST_F(QpEngine, RcSequenceNakSpendsATransportRetry)
+{
+    QpParams p;
+    p.timeout = 8;
+    p.retry_cnt = 0;
+    connect(QpService::Rc, p, p);
+    uint64_t sbuf = a.alloc(8192), rbuf = b.alloc(8192);
+    uint32_t sk = a.reg(sbuf, 8192), rk = b.reg(rbuf, 8192);
+    b.post_recv(qb, {{rbuf, 8192, rk}});
+    int n = 0;
+    link.filter = [&](const CopiedPacket&) { return ++n != 2; };  // lose the middle packet
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 6000, sk}};
+    uint64_t sent0 = link.sent;
+    a.post_send(qa, wr);
+    link.pump();
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kRetryExc);
+    EXPECT_EQ(a.core().find_qp(qa.qpn)->state, QpState::Err);
+    EXPECT_EQ(link.sent - sent0, 4u);  // three packets and the NAK: nothing resent
+}
+
 TEST_F(QpEngine, RcLostAckDoesNotDeliverTwice)
 {
     QpParams p;
