@@ -37,6 +37,20 @@ static int uverbs_request(struct uverbs_cmd_args *args, void *req, size_t len)
 	return 0;
 }
 
+/*
+ * uverbs_request() for the commands that need the file's context: -EINVAL
+ * before GET_CONTEXT.
+ */
+static int uverbs_request_ctx(struct uverbs_cmd_args *args, void *req,
+			      size_t len)
+{
+	int ret = uverbs_request(args, req, len);
+
+	if (ret)
+		return ret;
+	return args->file->ucontext ? 0 : -EINVAL;
+}
+
 /* Copies the core response out, zero-filling the rest of the room. */
 static int uverbs_response(struct uverbs_cmd_args *args, const void *resp,
 			   size_t len)
@@ -225,11 +239,9 @@ static int uverbs_query_device(struct uverbs_cmd_args *args)
 	struct ib_device_attr attr;
 	int ret;
 
-	ret = uverbs_request(args, &cmd, sizeof(cmd));
+	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (!args->file->ucontext)
-		return -EINVAL;
 	ret = ib_query_device(ib_dev, &attr);
 	if (ret)
 		return ret;
@@ -255,11 +267,9 @@ int uverbs_ex_query_device(struct uverbs_cmd_args *args)
 	struct ib_device_attr attr;
 	int ret;
 
-	ret = uverbs_request(args, &cmd, sizeof(cmd));
+	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (!args->file->ucontext)
-		return -EINVAL;
 	if (cmd.comp_mask || cmd.reserved)
 		return -EINVAL;
 	ret = ib_query_device(ib_dev, &attr);
@@ -279,11 +289,9 @@ static int uverbs_query_port(struct uverbs_cmd_args *args)
 	struct ib_port_attr attr;
 	int ret;
 
-	ret = uverbs_request(args, &cmd, sizeof(cmd));
+	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (!args->file->ucontext)
-		return -EINVAL;
 	if (cmd.port_num < rdma_start_port(ib_dev) ||
 	    cmd.port_num > rdma_end_port(ib_dev))
 		return -EINVAL;
@@ -387,11 +395,9 @@ static int uverbs_dealloc_pd(struct uverbs_cmd_args *args)
 	struct uverbs_uobj *u;
 	int ret;
 
-	ret = uverbs_request(args, &cmd, sizeof(cmd));
+	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (!args->file->ucontext)
-		return -EINVAL;
 	u = uobj_get(args->file, cmd.pd_handle, UVERBS_OBJ_PD);
 	if (IS_ERR(u))
 		return PTR_ERR(u);
