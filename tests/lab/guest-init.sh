@@ -13,8 +13,8 @@
 #                          from the 9p share "iblabkmod" (/lib/modules/$KVER)
 #   iblab.mgmt=MAC,ADDR/LEN  the management network: the NIC with that MAC
 #                          gets ADDR (no gateway, no IPv6); lo comes up too
-#   iblab.hosts=PATH       host file (read through the 9p root) appended to
-#                          /etc/hosts: the guests' names on that network
+#   iblab.hosts=A=N,...    address=name pairs appended to /etc/hosts: the
+#                          guests' names on that network
 # Output goes to the console (serial log) and to the kernel log.
 export PATH=/bin
 /bin/busybox --install -s /bin
@@ -107,7 +107,12 @@ if [ -n "$mgmt" ]; then
 	ip link set lo up || die "lo up"
 	ip addr add "$addr" dev $dev && ip link set $dev up || die "management address $addr on $dev"
 	if [ -n "$hosts" ]; then
-		cat "$R$hosts" >> $R/etc/hosts || die "cannot read the lab's hosts file $hosts"
+		echo "# the iblab management network" >> $R/etc/hosts
+		IFS=,
+		for h in $hosts; do
+			printf '%s\t%s\n' "${h%%=*}" "${h#*=}" >> $R/etc/hosts || die "/etc/hosts"
+		done
+		unset IFS
 	fi
 	say "management network: $dev $addr"
 fi

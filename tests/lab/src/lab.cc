@@ -817,13 +817,17 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 	if (opts_.mgmt_net) {
 		if (hub_ == nullptr)
 			throw std::logic_error("the management network's hub is not running");
-		if (mgmt_hosts_path().find_first_of(" ,\t") != std::string::npos)
-			throw std::invalid_argument("run directory with a space or comma: " + run_dir_);
 		a.insert(a.end(), {"-netdev", "dgram,id=mgmt,local.type=unix,local.path=" + hub_->nic_socket(g.name()) +
 						      ",remote.type=unix,remote.path=" + hub_->hub_socket(g.name()),
 				   "-device", "virtio-net-pci,netdev=mgmt,romfile=,mac=" + g.mgmt_mac()});
+		// The names table goes on the command line, not through a file: the
+		// guest cannot read the run directory when it lies under /tmp, which
+		// is a tmpfs of its own in the guest.
+		std::string table;
+		for (size_t i = 0; i < opts_.guests.size(); i++)
+			table += (i ? "," : "") + iblab::mgmt_ip(static_cast<int>(i)) + "=" + opts_.guests[i].name;
 		cmdline += " iblab.mgmt=" + g.mgmt_mac() + "," + g.mgmt_ip() + "/" + std::to_string(kMgmtPrefixLen) +
-			   " iblab.hosts=" + mgmt_hosts_path();
+			   " iblab.hosts=" + table;
 	}
 	if (!opts_.extra_cmdline.empty())
 		cmdline += " " + opts_.extra_cmdline;
