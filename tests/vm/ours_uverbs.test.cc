@@ -13,6 +13,7 @@
 // With IBSTACK_OURS_STACK=upstream vm0 runs upstream too (vm_fixture.h),
 // which checks the test itself.
 #include <cstdio>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 
@@ -59,7 +60,12 @@ class OursUverbs : public VmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartLab(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b"), "OursUverbs");
+		LabOptions o = MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b");
+		// The ABI checker runs from the build tree, which the guest does
+		// not see through its root when the tree lies under /tmp (a tmpfs
+		// in the guest): share its directory at the same path.
+		o.shares.push_back(std::filesystem::path(UVERBS_ABI_CHECK_BINARY).parent_path().string());
+		StartLab(std::move(o), "OursUverbs");
 		if (!lab_)
 			return;
 		for (Guest *g : lab_->guests()) {
