@@ -25,15 +25,14 @@
 
 #include "uverbs.h"
 
-MODULE_AUTHOR("ibstack");
-MODULE_DESCRIPTION("InfiniBand userspace verbs access");
-MODULE_LICENSE("Dual BSD/GPL");
+/* The fixed device numbers of /dev/infiniband/uverbsN: 231:192 and up. */
+#define UVERBS_MAJOR 231
+#define UVERBS_BASE_MINOR 192
+#define UVERBS_MAX_DEVICES 32
 
-enum {
-	UVERBS_MAJOR		= 231,
-	UVERBS_BASE_MINOR	= 192,
-	UVERBS_MAX_DEVICES	= 32,
-};
+MODULE_DESCRIPTION("ib_uverbs: verbs for user space through /dev/infiniband/uverbsN");
+MODULE_AUTHOR("ibstack");
+MODULE_LICENSE("Dual BSD/GPL");
 
 static dev_t uverbs_base = MKDEV(UVERBS_MAJOR, UVERBS_BASE_MINOR);
 static DEFINE_IDA(uverbs_numbers);
@@ -148,14 +147,14 @@ static int uverbs_event_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-/* The async event file: read and poll for events, SIGIO on request. */
+/*
+ * The async event file's methods: read() and poll() for the events,
+ * SIGIO on request, release() drops the file's reference.
+ */
 static const struct file_operations uverbs_event_fops = {
-	.llseek = no_llseek,
-	.fasync = uverbs_event_fasync,
-	.poll = uverbs_event_poll,
-	.read = uverbs_event_read,
-	.release = uverbs_event_release,
-	.owner = THIS_MODULE,
+	.read = uverbs_event_read, .poll = uverbs_event_poll,
+	.fasync = uverbs_event_fasync, .release = uverbs_event_release,
+	.llseek = no_llseek, .owner = THIS_MODULE,
 };
 
 /**
@@ -372,6 +371,20 @@ static ssize_t uverbs_write_ex(struct uverbs_file *file,
 	return ret;
 }
 
+/*
+ * A descriptor handed to a process of other credentials must not act for
+ * it (the CVE-2016-4565 class: write() reached through splice or a setuid
+ * helper). Said once.
+ */
+static bool uverbs_caller_is_opener(struct file *filp)
+{
+	if (filp->f_cred == current_cred())
+		return true;
+	pr_err_once("ib_uverbs: %s[%d] wrote to a uverbs file opened with other credentials\n",
+		    current->comm, task_tgid_vnr(current));
+	return false;
+}
+
 static ssize_t uverbs_write(struct file *filp, const char __user *buf,
 			    size_t count, loff_t *pos)
 {
@@ -384,16 +397,8 @@ static ssize_t uverbs_write(struct file *filp, const char __user *buf,
 	u32 cmd;
 	int ret;
 
-	/*
-	 * A descriptor handed to a process of other credentials must not act
-	 * for it (the CVE-2016-4565 class: write() reached through splice or
-	 * a setuid helper).
-	 */
-	if (filp->f_cred != current_cred()) {
-		pr_err_once("ib_uverbs: process %d (%s) wrote with another's file\n",
-			    task_tgid_vnr(current), current->comm);
+	if (!uverbs_caller_is_opener(filp))
 		return -EACCES;
-	}
 	if (count < sizeof(hdr))
 		return -EINVAL;
 	if (copy_from_user(&hdr, buf, sizeof(hdr)))
