@@ -68,19 +68,8 @@ protected:
 	// ib0 in connected mode, MTU 65520, 10.79.0.1 (vm0) and .2 (vm1).
 	static std::string ConnectedMode()
 	{
-		for (int i = 0; i < 2; ++i) {
-			Guest &g = guest("vm" + std::to_string(i));
-			auto r = g.exec(std::string("modprobe ib_ipoib && echo connected > /sys/class/net/ib0/mode && "
-						    "ip link set ib0 mtu 65520 && ip link set ib0 up && ip addr add ") +
-						kIp[i] + "/24 dev ib0",
-					60s);
-			if (!r.ok())
-				return g.name() + ": ib0: " + r.output;
-		}
-		auto p = guest("vm1").exec(std::string("for i in $(seq 1 30); do ping -c 1 -W 2 ") + kIp[0] +
-						   " >/dev/null && exit 0; done; exit 1",
-					   120s);
-		return p.ok() ? "" : "IPoIB never answered: " + p.output;
+		Guest *g[2] = {&guest("vm0"), &guest("vm1")};
+		return IpoibUpOnBoth(g, kIp, "echo connected > /sys/class/net/ib0/mode && ip link set ib0 mtu 65520");
 	}
 
 	// Every interval of at least half a second carried bytes (iperf3 may

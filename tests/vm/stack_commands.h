@@ -45,4 +45,22 @@ inline ExecResult WaitPortActive(Guest &g, int secs)
 		      std::chrono::seconds(secs + 60));
 }
 
+// Upstream ib_ipoib on two guests: ib0 up with ip[i]/24 in g[i], after
+// `setup` (shell run once ib_ipoib is loaded, e.g. the connected mode),
+// then a wait until g[1] reaches g[0]. Returns what went wrong, or "".
+inline std::string IpoibUpOnBoth(Guest *const g[2], const char *const ip[2], const std::string &setup = "")
+{
+	for (int i = 0; i < 2; ++i) {
+		auto r = g[i]->exec("modprobe ib_ipoib && " + (setup.empty() ? "" : setup + " && ") +
+					    "ip link set ib0 up && ip addr add " + ip[i] + "/24 dev ib0",
+				    std::chrono::seconds(60));
+		if (!r.ok())
+			return g[i]->name() + ": ib0: " + r.output;
+	}
+	auto p = g[1]->exec(std::string("for i in $(seq 1 30); do ping -c 1 -W 2 ") + ip[0] +
+				    " >/dev/null && exit 0; done; exit 1",
+			    std::chrono::seconds(120));
+	return p.ok() ? "" : "IPoIB never answered: " + p.output;
+}
+
 }  // namespace iblab::vmtest
