@@ -1318,7 +1318,7 @@ static int mad_post_recv(struct ib_mad_qp *mqp, struct ib_mad_rbuf *rb)
  * given back if it cannot be posted: the port's open and a refill after
  * a receive completion may fill the same ring at once.
  */
-static int mad_fill_recv(struct ib_mad_qp *mqp)
+int ib_mad_fill_recv(struct ib_mad_qp *mqp)
 {
 	struct ib_mad_rbuf *rb;
 	unsigned long irq;
@@ -1645,7 +1645,7 @@ static bool mad_refill(struct ib_mad_port *port, struct ib_mad_qp *mqp)
 
 	if (mqp->rq_stopped || READ_ONCE(port->fatal))
 		return false;
-	ret = mad_fill_recv(mqp);
+	ret = ib_mad_fill_recv(mqp);
 	if (!ret) {
 		mqp->rq_short = false;
 		return false;
@@ -2212,7 +2212,7 @@ static int mad_port_open(struct ib_device *device, u8 port_num)
 	if (ret)
 		goto fail;
 	for (i = 0; i < IB_MAD_NUM_QPS; i++) {
-		ret = mad_fill_recv(&port->qp[i]);
+		ret = ib_mad_fill_recv(&port->qp[i]);
 		if (ret)
 			goto fail;
 	}

@@ -930,7 +930,62 @@ static void refill_flushed_once(struct kunit *test)
 	lt_teardown(t);
 }
 
+/* The second filler of refill_two_fillers, run from the first one's post. */
+struct lt_nest {
+	struct ib_mad_qp	*mqp;
+	bool			ran;
+	int			ret;
+};
+
+static void lt_nested_fill(struct ktest_dev *kd)
+{
+	struct lt_nest *n = kd->post_recv_hook_ctx;
+
+	if (n->ran)
+		return;
+	n->ran = true;	/* its own posts come back here */
+	n->ret = ib_mad_fill_recv(n->mqp);
+}
+
+/*
+ * Two fillers of one ring at once (the port's open and the refill after
+ * a receive): the second runs whole while the first is between its
+ * check of the ring and its post.  Together they fill the ring exactly;
+ * neither posts past its end, which an HCA refuses (-ENOMEM), and which
+ * once left a port with no MAD agents.
+ */
+static void refill_two_fillers(struct kunit *test)
+{
+	struct lt *t = lt_setup(test);
+	struct ib_mad_port *port = ib_mad_port_get(&t->kd->ibdev, 1);
+	struct lt_nest n = { .mqp = &port->qp[IB_MAD_QP1] };
+	int overflows, ret;
+
+	/* four receives used and not replaced: four free slots */
+	atomic_set(&t->kd->fail_recv_posts, -1);
+	lt_inject_n(t, 4);
+	cancel_delayed_work_sync(&port->refill_work);
+	atomic_set(&t->kd->fail_recv_posts, 0);
+	KUNIT_ASSERT_EQ(test, ktest_rq_len(t->kd, 1, 1), IB_MAD_RECV_DEPTH - 4);
+	overflows = atomic_read(&t->kd->recv_ring_overflows);
+
+	t->kd->post_recv_hook_ctx = &n;
+	t->kd->post_recv_hook = lt_nested_fill;
+	ret = ib_mad_fill_recv(n.mqp);
+	t->kd->post_recv_hook = NULL;
+
+	KUNIT_EXPECT_TRUE(test, n.ran);
+	KUNIT_EXPECT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, n.ret, 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&t->kd->recv_ring_overflows),
+			overflows);
+	KUNIT_EXPECT_EQ(test, ktest_rq_len(t->kd, 1, 1), IB_MAD_RECV_DEPTH);
+	KUNIT_EXPECT_EQ(test, lt_recv_count(n.mqp), IB_MAD_RECV_DEPTH);
+	lt_teardown(t);
+}
+
 static struct kunit_case mad_refill_cases[] = {
+	KUNIT_CASE(refill_two_fillers),
 	KUNIT_CASE(refill_retry_backoff),
 	KUNIT_CASE(refill_fatal_quiet),
 	KUNIT_CASE(refill_flushed_once),

@@ -317,6 +317,7 @@ struct ib_mad_port *ib_mad_port_get(struct ib_device *device, u8 port_num);
 void ib_mad_agent_get(struct ib_mad_agent_priv *agent);
 void ib_mad_agent_put(struct ib_mad_agent_priv *agent);
 struct ib_mad_rbuf *ib_mad_rbuf_alloc(struct ib_mad_qp *mqp, gfp_t gfp);
+int ib_mad_fill_recv(struct ib_mad_qp *mqp);
 void ib_mad_send_progress(struct ib_mad_send_priv *sp);
 struct ib_mad_send_priv *ib_mad_find_send(struct ib_mad_agent_priv *agent,
 					  __be64 tid, u8 mgmt_class,

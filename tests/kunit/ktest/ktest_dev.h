@@ -90,8 +90,17 @@ struct ktest_dev {
 	atomic_t		fail_recv_posts;
 	/* receive posts refused so far */
 	atomic_t		recv_posts_failed;
+	/* receive posts refused because the ring was full */
+	atomic_t		recv_ring_overflows;
 	/* the live address handles (under ->lock) */
 	struct list_head	ahs;
+	/*
+	 * Called at the start of every receive post, no lock held, so a
+	 * suite can run another poster in the middle of one (set it while
+	 * nothing posts).
+	 */
+	void			(*post_recv_hook)(struct ktest_dev *kd);
+	void			*post_recv_hook_ctx;
 };
 
 /* A work request the loopback holds: a posted receive or a send. */
@@ -116,6 +125,8 @@ struct ktest_qp {
 	struct ib_qp		ibqp;
 	u8			port;
 	bool			special;
+	/* the receive ring's size, as created: a post past it fails */
+	u32			max_recv;
 	struct list_head	rq;
 };
 
@@ -329,6 +340,7 @@ static inline struct ib_qp *ktest_create_qp(struct ib_pd *pd,
 		return ERR_CAST(qp);
 	INIT_LIST_HEAD(&qp->rq);
 	qp->special = special;
+	qp->max_recv = attr->cap.max_recv_wr;
 	if (!special) {
 		qp->ibqp.qp_num = 0x100 + atomic_read(&kd->live_objects);
 		return &qp->ibqp;
@@ -431,6 +443,8 @@ static inline int ktest_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 	struct ktest_wr *w;
 	unsigned long irq;
 
+	if (kd->post_recv_hook)
+		kd->post_recv_hook(kd);
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge != 1) {
 			*bad = wr;
@@ -448,6 +462,14 @@ static inline int ktest_post_recv(struct ib_qp *ibqp, struct ib_recv_wr *wr,
 			return -ENOMEM;
 		}
 		spin_lock_irqsave(&kd->lock, irq);
+		if (list_count_nodes(&qp->rq) >= qp->max_recv) {
+			/* a full ring, as an HCA refuses it */
+			spin_unlock_irqrestore(&kd->lock, irq);
+			kfree(w);
+			atomic_inc(&kd->recv_ring_overflows);
+			*bad = wr;
+			return -ENOMEM;
+		}
 		list_add_tail(&w->list, &qp->rq);
 		spin_unlock_irqrestore(&kd->lock, irq);
 	}
