@@ -22,6 +22,12 @@
 // whose ib_core holds the MAD layer and the SA client. ib_uverbs (which the
 // upstream ib_mthca pulls in, and which we do not have) is left out.
 //
+// With --verbs it then runs the issue-10 benchmarks in the same lab
+// (verbs_bench.h): perftest from vm0 and from vm1 against vm2, and the MR
+// and QP rates of verbs_rate, as ratios ours/upstream; their summary goes
+// to <build>/lab/verbs_bench.txt.
+//
+// usage: mad_rate_vm [seconds] [--verbs]
 // Exit status: 0 only when both guests were measured and the lab found no
 // problem in the guests' logs; a benchmark that cannot measure fails. The
 // summary also goes to <build>/lab/mad_rate.txt.
@@ -38,6 +44,7 @@
 #include "iblab/config.h"
 #include "iblab/lab.h"
 #include "stack_commands.h"
+#include "verbs_bench.h"
 
 using namespace std::chrono_literals;
 
@@ -68,6 +75,8 @@ const std::string kPort = "/sys/class/infiniband/mthca0/ports/1";
 
 // Rounds of the interleaved measurement (each: ours and upstream once).
 constexpr int kRounds = 5;
+// The same for the verbs benchmarks, which take longer per round.
+constexpr int kVerbsRounds = 2;
 
 // "" once port 1 of `g` is ACTIVE, else why not.
 std::string WaitActive(iblab::Guest &g)
@@ -150,7 +159,18 @@ std::string Lid(iblab::Guest &g)
 
 int main(int argc, char **argv)
 {
-	int seconds = argc > 1 ? std::atoi(argv[1]) : 2;
+	int seconds = 2;
+	bool verbs = false;
+	for (int i = 1; i < argc; i++) {
+		if (std::string(argv[i]) == "--verbs")
+			verbs = true;
+		else
+			seconds = std::atoi(argv[i]);
+	}
+	if (seconds <= 0) {
+		fprintf(stderr, "usage: mad_rate_vm [seconds] [--verbs]\n");
+		return 2;
+	}
 	const char *env = std::getenv("IBSTACK_OURS_STACK");
 	iblab::Stack ours_stack = env && std::string(env) == "upstream" ? iblab::Stack::Upstream : iblab::Stack::Ours;
 	const char *mods = std::getenv("IBSTACK_MODULES");
@@ -162,6 +182,8 @@ int main(int argc, char **argv)
 	// umad_rate runs from the build tree, which the guests may not see
 	// through their root (under /tmp they have a tmpfs): share its directory.
 	o.shares.push_back(std::filesystem::path(tool).parent_path().string());
+	if (verbs && std::filesystem::path(VERBS_RATE_BINARY).parent_path() != std::filesystem::path(tool).parent_path())
+		o.shares.push_back(std::filesystem::path(VERBS_RATE_BINARY).parent_path().string());
 	if (ours_stack == iblab::Stack::Ours)
 		o.modules_dir = mods && *mods ? mods : iblab::default_build_dir() + "/modules";
 	o.run_dir = iblab::default_build_dir() + "/lab/" + iblab::make_run_id() + "-mad_rate";
@@ -172,6 +194,7 @@ int main(int argc, char **argv)
 	std::vector<Rates> up_rounds, ours_rounds;
 	std::string lab_problems;
 	ModuleMemory up_mem, ours_mem;
+	iblab::bench::VerbsBenchResult vb;
 	int status = 0;
 	try {
 		iblab::Lab lab(o);
@@ -223,6 +246,14 @@ int main(int argc, char **argv)
 		up_mem = Modules(g1, iblab::Stack::Upstream);
 		if (ours.error.empty())
 			ours_mem = Modules(g0, ours_stack);
+		if (verbs && ours.error.empty()) {
+			// our ib_mthca does not pull ib_uverbs in, upstream's does
+			auto uv = g0.exec("modprobe ib_uverbs", 60s);
+			if (uv.ok())
+				vb = iblab::bench::RunVerbsBench(g0, g1, g2, VERBS_RATE_BINARY, kVerbsRounds);
+			else
+				vb.report = "verbs: NOT MEASURED: vm0: modprobe ib_uverbs: " + Trim(uv.output) + "\n";
+		}
 		auto report = lab.shutdown();
 		if (!report.ok())
 			lab_problems = report.text();
@@ -274,6 +305,15 @@ int main(int argc, char **argv)
 		rep << who << ": NOT MEASURED: " << (ours.error.empty() ? "no upstream baseline" : ours.error) << "\n";
 		rep << "ratio ours/upstream: not available\n";
 		status = 1;
+	}
+	if (verbs) {
+		std::string vtext = "=== verbs (perftest from vm0 and vm1 to vm2; MR and QP rates) ===\n";
+		vtext += vb.measured || !vb.report.empty() ? vb.report : "verbs: NOT MEASURED: the MAD part failed first\n";
+		if (!vb.measured)
+			status = 1;
+		rep << vtext;
+		std::filesystem::create_directories(iblab::default_build_dir() + "/lab");
+		std::ofstream(iblab::default_build_dir() + "/lab/verbs_bench.txt", std::ios::trunc) << vtext;
 	}
 	if (!lab_problems.empty()) {
 		rep << "lab: the guests' logs have problems:\n" << lab_problems << "\n";
