@@ -13,8 +13,8 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 # The sanitizer build (clang, ASan+UBSan, libFuzzer): emulator only.
 ASAN_BUILD ?= $(CURDIR)/build-asan
-# Seconds each fuzz target runs: 10 in check-fuzz, 600 in make fuzz.
-FUZZ_SECONDS ?= $(if $(filter fuzz,$(MAKECMDGOALS)),600,10)
+# Seconds each fuzz target runs: 20 in check-fuzz, 600 in make fuzz.
+FUZZ_SECONDS ?= $(if $(filter fuzz,$(MAKECMDGOALS)),600,20)
 
 export IBSTACK_CACHE := $(CACHE)
 
@@ -49,7 +49,7 @@ help:
 	@echo "make check-kunit      KUnit suites on UML"
 	@echo "make check            install deps, build everything, run all tests"
 	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
-	@echo "make check-fuzz       each fuzz target for FUZZ_SECONDS (default 10) s"
+	@echo "make check-fuzz       each fuzz target for FUZZ_SECONDS (default 20) s"
 	@echo "make fuzz             a longer campaign: FUZZ_SECONDS=600 [FUZZ_TARGETS=...]"
 	@echo "make reload-campaign  vm.OursReload for RELOAD_CYCLES (default 500) load/unload cycles"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
