@@ -181,6 +181,15 @@ std::string SendEx(int fd, uint32_t cmd, const void *req, size_t req_len, uint64
 	return size_t(r) == buf.size() ? "ok" : "count=" + std::to_string(r);
 }
 
+// QUERY_DEVICE sent as command `cmd` (its id, with bits added at times)
+// with the header's in_words (< 0: the right one).
+std::string QueryDeviceAs(int fd, uint32_t cmd, int in_words = -1)
+{
+	ib_uverbs_query_device_resp resp;
+	ib_uverbs_query_device c{uintptr_t(&resp)};
+	return Send(fd, cmd, &c, sizeof c, sizeof resp, nullptr, 0, in_words);
+}
+
 // --- one open of the device and the objects on it ------------------------
 
 struct Pd {
@@ -385,6 +394,12 @@ public:
 		}
 		return r;
 	}
+	// An RC QP with cq for both queues and fresh udata.
+	std::string TryRcQp(uint32_t pd, uint32_t cq, Qp *out)
+	{
+		mthca_create_qp u = QpUdata();
+		return TryQp(QpCmd(pd, cq, cq, IB_UVERBS_QPT_RC), &u, sizeof u, out);
+	}
 	Qp CreateQp(uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type = IB_UVERBS_QPT_RC, int srq = -1)
 	{
 		ib_uverbs_create_qp c = QpCmd(pd, scq, rcq, type);
@@ -446,27 +461,27 @@ public:
 				  std::to_string(resp.async_events_reported);
 		return r;
 	}
-	std::string DestroyQp(uint32_t h, std::string *events = nullptr)
+	// DESTROY_QP and DESTROY_SRQ: the same request and response layouts.
+	std::string DestroyCounted(uint32_t cmd, uint32_t h, std::string *events)
 	{
+		static_assert(sizeof(ib_uverbs_destroy_srq) == sizeof(ib_uverbs_destroy_qp) &&
+			      sizeof(ib_uverbs_destroy_srq_resp) == sizeof(ib_uverbs_destroy_qp_resp));
 		ib_uverbs_destroy_qp c{};
 		ib_uverbs_destroy_qp_resp resp{~0U};
 		c.response = uintptr_t(&resp);
 		c.qp_handle = h;
-		std::string r = Send(fd, IB_USER_VERBS_CMD_DESTROY_QP, &c, sizeof c, sizeof resp);
+		std::string r = Send(fd, cmd, &c, sizeof c, sizeof resp);
 		if (events)
 			*events = "events=" + std::to_string(resp.events_reported);
 		return r;
 	}
+	std::string DestroyQp(uint32_t h, std::string *events = nullptr)
+	{
+		return DestroyCounted(IB_USER_VERBS_CMD_DESTROY_QP, h, events);
+	}
 	std::string DestroySrq(uint32_t h, std::string *events = nullptr)
 	{
-		ib_uverbs_destroy_srq c{};
-		ib_uverbs_destroy_srq_resp resp{~0U};
-		c.response = uintptr_t(&resp);
-		c.srq_handle = h;
-		std::string r = Send(fd, IB_USER_VERBS_CMD_DESTROY_SRQ, &c, sizeof c, sizeof resp);
-		if (events)
-			*events = "events=" + std::to_string(resp.events_reported);
-		return r;
+		return DestroyCounted(IB_USER_VERBS_CMD_DESTROY_SRQ, h, events);
 	}
 	std::string DeallocPd(uint32_t h)
 	{
@@ -512,6 +527,14 @@ public:
 		if (state)
 			*state = "state=" + std::to_string(resp.qp_state);
 		return r;
+	}
+	std::string QuerySrq(uint32_t srq)
+	{
+		ib_uverbs_query_srq c{};
+		ib_uverbs_query_srq_resp resp{};
+		c.response = uintptr_t(&resp);
+		c.srq_handle = srq;
+		return Send(fd, IB_USER_VERBS_CMD_QUERY_SRQ, &c, sizeof c, sizeof resp);
 	}
 	std::string Mcast(bool attach, uint32_t qp, bool multicast = true)
 	{
@@ -664,16 +687,12 @@ const std::vector<Case> &Cases()
 		{"framing", "in_words larger than the write", {"EINVAL"}, {},
 		 [](Steps &s) {
 			 Session a;
-			 ib_uverbs_query_device_resp resp;
-			 ib_uverbs_query_device c{uintptr_t(&resp)};
-			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &c, sizeof c, sizeof resp, nullptr, 0, 10));
+			 s.push_back(QueryDeviceAs(a.fd, IB_USER_VERBS_CMD_QUERY_DEVICE, 10));
 		 }},
 		{"framing", "in_words smaller than the write", {"EINVAL"}, {},
 		 [](Steps &s) {
 			 Session a;
-			 ib_uverbs_query_device_resp resp;
-			 ib_uverbs_query_device c{uintptr_t(&resp)};
-			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_QUERY_DEVICE, &c, sizeof c, sizeof resp, nullptr, 0, 3));
+			 s.push_back(QueryDeviceAs(a.fd, IB_USER_VERBS_CMD_QUERY_DEVICE, 3));
 		 }},
 		{"framing", "unknown command 200", {"EOPNOTSUPP"}, {},
 		 [](Steps &s) {
@@ -683,9 +702,7 @@ const std::vector<Case> &Cases()
 		{"framing", "command with bits above the mask", {"EINVAL"}, {},
 		 [](Steps &s) {
 			 Session a;
-			 ib_uverbs_query_device_resp resp;
-			 ib_uverbs_query_device c{uintptr_t(&resp)};
-			 s.push_back(Send(a.fd, 0x100 | IB_USER_VERBS_CMD_QUERY_DEVICE, &c, sizeof c, sizeof resp));
+			 s.push_back(QueryDeviceAs(a.fd, 0x100 | IB_USER_VERBS_CMD_QUERY_DEVICE));
 		 }},
 		{"framing", "unknown extended command", {"EOPNOTSUPP"}, {},
 		 [](Steps &s) {
@@ -1268,10 +1285,8 @@ const std::vector<Case> &Cases()
 			 a.Context();
 			 Pd pd = a.AllocPd();
 			 Cq cq = a.CreateCq();
-			 mthca_create_qp u = a.QpUdata();
 			 Qp qp{};
-			 s.push_back(a.TryQp(Session::QpCmd(pd.handle, cq.handle, cq.handle, IB_UVERBS_QPT_RC), &u,
-					     sizeof u, &qp));
+			 s.push_back(a.TryRcQp(pd.handle, cq.handle, &qp));
 			 std::string st;
 			 s.push_back(a.QueryQp(qp.handle, &st));
 			 s.push_back(st);
@@ -1390,10 +1405,8 @@ const std::vector<Case> &Cases()
 			 b.Context();
 			 Pd pd = b.AllocPd();
 			 Cq cq = b.CreateCq();
-			 mthca_create_qp u = b.QpUdata();
 			 Qp qp{};
-			 s.push_back(b.TryQp(Session::QpCmd(pd.handle, cq.handle, cq.handle, IB_UVERBS_QPT_RC), &u,
-					     sizeof u, &qp));
+			 s.push_back(b.TryRcQp(pd.handle, cq.handle, &qp));
 			 s.push_back(b.DestroyQp(qp.handle));
 		 }},
 
@@ -1407,11 +1420,7 @@ const std::vector<Case> &Cases()
 			 mthca_create_srq u = a.SrqUdata();
 			 Srq srq{};
 			 s.push_back(a.TrySrq(pd.handle, 16, &u, sizeof u, &srq));
-			 ib_uverbs_query_srq q{};
-			 ib_uverbs_query_srq_resp qr{};
-			 q.response = uintptr_t(&qr);
-			 q.srq_handle = srq.handle;
-			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_QUERY_SRQ, &q, sizeof q, sizeof qr));
+			 s.push_back(a.QuerySrq(srq.handle));
 			 ib_uverbs_modify_srq m{srq.handle, IB_SRQ_MAX_WR, 64, 0};  // mthca cannot resize
 			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_MODIFY_SRQ, &m, sizeof m, 0));
 			 std::string ev;
@@ -1427,11 +1436,7 @@ const std::vector<Case> &Cases()
 			 mthca_create_srq u = a.SrqUdata();
 			 s.push_back(a.TrySrq(kHuge, 16, &u, sizeof u, nullptr));
 			 s.push_back(a.TrySrq(pd.handle, 1U << 30, &u, sizeof u, nullptr));
-			 ib_uverbs_query_srq q{};
-			 ib_uverbs_query_srq_resp qr{};
-			 q.response = uintptr_t(&qr);
-			 q.srq_handle = kHuge;
-			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_QUERY_SRQ, &q, sizeof q, sizeof qr));
+			 s.push_back(a.QuerySrq(kHuge));
 			 ib_uverbs_modify_srq m{kHuge, IB_SRQ_LIMIT, 0, 1};
 			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_MODIFY_SRQ, &m, sizeof m, 0));
 			 s.push_back(a.DestroySrq(kHuge));
