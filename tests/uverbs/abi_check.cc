@@ -1609,7 +1609,7 @@ private:
 					     0xffffffff};
 		return P(50) ? 1 + R(64) : v[R(sizeof v / 4)];
 	}
-	uint64_t Addr(uint64_t good, size_t len)
+	uint64_t Addr(uint64_t good)
 	{
 		unsigned p = R(100);
 		if (p < 80)
@@ -1618,7 +1618,7 @@ private:
 			return 0;
 		if (p < 94)
 			return UnmappedAddr();
-		return good + len - 4 * R(4);  // the response straddles the end
+		return good + 4 * (1 + R(4));  // elsewhere in the buffer, unaligned to 8
 	}
 	uint64_t MemAddr(uint64_t len)
 	{
@@ -1819,7 +1819,7 @@ private:
 				ib_uverbs_ex_query_device c{};
 				c.comp_mask = P(80) ? 0 : R(4);
 				Count(SendEx(s->fd, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &c, sizeof c,
-					     Addr(resp, sizeof(ib_uverbs_ex_query_device_resp)),
+					     Addr(resp),
 					     P(80) ? sizeof(ib_uverbs_ex_query_device_resp) : 8 * R(40), P(95) ? 0 : 1));
 			} else {
 				Count(Send(s->fd, 40 + R(200), req.data(), 8 * R(4), 8 * R(4)));
@@ -1829,7 +1829,7 @@ private:
 		}
 		uint64_t rptr = 0;
 		if (out) {
-			rptr = Addr(resp, out);
+			rptr = Addr(resp);
 			put(0, &rptr, 8);
 		}
 		// The response lands in resp_buf (at an odd place at times), or

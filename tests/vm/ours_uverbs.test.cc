@@ -257,14 +257,17 @@ TEST_F(OursUverbs, AbiCasesCatchWrongAnswers)
 }
 
 // Bounded random write() streams: nothing hangs, and the device works for
-// a fresh file afterwards. IBSTACK_UVERBS_FUZZ_SEED picks another seed.
+// a fresh file afterwards. IBSTACK_UVERBS_FUZZ_SEED picks another seed,
+// IBSTACK_UVERBS_FUZZ_CALLS another count (5,000; about 1 s a guest).
 TEST_F(OursUverbs, AbiFuzzShort)
 {
 	const char *env = getenv("IBSTACK_UVERBS_FUZZ_SEED");
 	const std::string seed = env && *env ? env : "1";
+	const char *calls_env = getenv("IBSTACK_UVERBS_FUZZ_CALLS");
+	const std::string calls = calls_env && *calls_env ? calls_env : "5000";
 	for (Guest *g : {&guest("vm0"), &guest("vm1")}) {
 		auto start = std::chrono::steady_clock::now();
-		auto r = Run(*g, AbiCheck("--fuzz 5000 --seed " + seed), 120s);
+		auto r = Run(*g, AbiCheck("--fuzz " + calls + " --seed " + seed), 600s);
 		auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
 		EXPECT_TRUE(Ok(r)) << g->name() << " fuzz seed " << seed << "; the guest's kernel log:\n"
 				   << Run(*g, "dmesg | tail -60").output;
