@@ -115,8 +115,19 @@ static void uobj_commit(struct uverbs_file *file, struct uverbs_uobj *u)
 	xa_store(&file->objs, u->uobject.id, u, GFP_KERNEL);
 }
 
+/*
+ * Forgets a new object whose creation failed, after the driver's object is
+ * gone (or was never made): an event it raised meanwhile is dropped, and
+ * the reference to its completion channel.
+ */
 static void uobj_abort(struct uverbs_file *file, struct uverbs_uobj *u)
 {
+	if (file->async)
+		uverbs_event_purge(file->async, &u->async_list);
+	if (u->comp) {
+		uverbs_event_purge(u->comp, &u->comp_list);
+		uverbs_event_file_put(u->comp);
+	}
 	xa_erase(&file->objs, u->uobject.id);
 	kfree(u);
 }
@@ -661,7 +672,7 @@ static int uverbs_create_cq(struct uverbs_cmd_args *args)
 	cq = ib_dev->create_cq(ib_dev, cmd.cqe, file->ucontext, &args->udata);
 	if (IS_ERR(cq)) {
 		ret = PTR_ERR(cq);
-		goto err_comp;
+		goto err_uobj;
 	}
 	cq->device = ib_dev;
 	cq->uobject = &u->uobject;
@@ -681,9 +692,6 @@ static int uverbs_create_cq(struct uverbs_cmd_args *args)
 
 err_cq:
 	ib_dev->destroy_cq(cq);
-err_comp:
-	if (u->comp)
-		uverbs_event_file_put(u->comp);
 err_uobj:
 	uobj_abort(file, u);
 	return ret;

@@ -524,7 +524,8 @@ static struct ib_mr *mthca_reg_user_mr(struct ib_pd *ibpd, u64 start,
 	for_each_sgtable_dma_page(&mr->umem->sgt, &it, 0) {
 		if (n == mr->umem->npages)
 			break;
-		pages[n++] = sg_page_iter_dma_address(&it);
+		/* The first page's address carries the range's offset. */
+		pages[n++] = sg_page_iter_dma_address(&it) & PAGE_MASK;
 	}
 	ret = mthca_mr_alloc_phys(dev, to_mpd(ibpd)->pdn, pages, PAGE_SHIFT, n,
 				  virt, length, mthca_access_to_mpt(access),
