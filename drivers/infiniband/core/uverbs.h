@@ -11,15 +11,18 @@
  *    it, so an open file keeps it.  @users counts the open files plus one
  *    for the client; remove() drops that one and waits on @users_done.
  *  - struct uverbs_file: one per open uverbsN.  Counted by the open file
- *    and by its async event file (which may outlive it).
- *  - struct uverbs_event_file: the async event fd of GET_CONTEXT; counted
- *    by its struct file and by the uverbs_file.
- *  - struct uverbs_uobj: one per user object (PD so far), in the file's
- *    @objs table, created and destroyed only under the file's @mutex.
+ *    and by each of its completion channels (which may outlive it).
+ *  - struct uverbs_event_file: the async event fd of GET_CONTEXT (counted
+ *    by its struct file and by the uverbs_file) or a completion channel
+ *    (counted by its struct file and by each CQ reporting to it).
+ *  - struct uverbs_uobj: one per user object (PD, MR, CQ, QP, SRQ), in the
+ *    file's @objs table, created and destroyed only under the file's
+ *    @mutex.  Its unread events are on its lists, under the lock of the
+ *    event file they are queued on.
  *
  * Lock order: uverbs_file.mutex, then uverbs_event_file.lock.  The
- * device's event handler takes only the event file's lock (from any
- * context, interrupts off).
+ * device's event handler and the CQ/QP/SRQ handlers take only an event
+ * file's lock (from any context, interrupts off).
  */
 #ifndef UVERBS_H
 #define UVERBS_H
