@@ -11,15 +11,18 @@
  *    it, so an open file keeps it.  @users counts the open files plus one
  *    for the client; remove() drops that one and waits on @users_done.
  *  - struct uverbs_file: one per open uverbsN.  Counted by the open file
- *    and by its async event file (which may outlive it).
- *  - struct uverbs_event_file: the async event fd of GET_CONTEXT; counted
- *    by its struct file and by the uverbs_file.
- *  - struct uverbs_uobj: one per user object (PD so far), in the file's
- *    @objs table, created and destroyed only under the file's @mutex.
+ *    and by each of its completion channels (which may outlive it).
+ *  - struct uverbs_event_file: the async event fd of GET_CONTEXT (counted
+ *    by its struct file and by the uverbs_file) or a completion channel
+ *    (counted by its struct file and by each CQ reporting to it).
+ *  - struct uverbs_uobj: one per user object (PD, MR, CQ, QP, SRQ), in the
+ *    file's @objs table, created and destroyed only under the file's
+ *    @mutex.  Its unread events are on its lists, under the lock of the
+ *    event file they are queued on.
  *
  * Lock order: uverbs_file.mutex, then uverbs_event_file.lock.  The
- * device's event handler takes only the event file's lock (from any
- * context, interrupts off).
+ * device's event handler and the CQ/QP/SRQ handlers take only an event
+ * file's lock (from any context, interrupts off).
  */
 #ifndef UVERBS_H
 #define UVERBS_H
@@ -67,38 +70,57 @@ struct uverbs_device {
 struct uverbs_file;
 
 /**
- * struct uverbs_event_file - an event fd (GET_CONTEXT's async fd)
- * @ref: held by the struct file and by @ufile's uverbs_file
+ * struct uverbs_event_file - an event fd: GET_CONTEXT's async fd or a
+ *	completion channel (CREATE_COMP_CHANNEL)
+ * @ref: held by the struct file, by the uverbs_file (async fd) and by
+ *	every CQ that reports to it (completion channel)
  * @lock: spinlock, taken with interrupts off (events arrive from the
- *	driver's interrupt handler); guards @events and @closed
+ *	driver's interrupt handler); guards @events, @closed and every
+ *	event's place on its object's list (struct uverbs_uobj.comp_list
+ *	and async_list) together with the counter it bumps when read
  * @events: struct uverbs_event, oldest first
  * @wait: readers and pollers
  * @async_queue: SIGIO subscribers
  * @closed: the fd was released; events are dropped
+ * @comp: a completion channel: read() returns struct
+ *	ib_uverbs_comp_event_desc (8 bytes), else the async descriptor
+ * @owner: a completion channel's uverbs_file (holds its @ref); only
+ *	CQs of that file may use the channel.  NULL for the async fd.
  */
 struct uverbs_event_file {
 	struct kref		ref;
-	/* guards events and closed; irqsave */
+	/* guards events, closed and the events' object lists; irqsave */
 	spinlock_t		lock;
 	struct list_head	events;
 	wait_queue_head_t	wait;
 	struct fasync_struct	*async_queue;
 	bool			closed;
+	bool			comp;
+	struct uverbs_file	*owner;
 };
 
 /**
  * struct uverbs_event - one queued event
  * @list: on the event file's @events
- * @desc: what read() returns
+ * @obj_list: on the object's list of unread events (when @counter)
+ * @counter: the object's count of events read, bumped by read(); NULL
+ *	for port and device events
+ * @desc: what read() returns (@desc.comp for a completion channel)
  */
 struct uverbs_event {
 	struct list_head	list;
-	struct ib_uverbs_async_event_desc desc;
+	struct list_head	obj_list;
+	u32			*counter;
+	union {
+		struct ib_uverbs_async_event_desc async;
+		struct ib_uverbs_comp_event_desc comp;
+	} desc;
 };
 
 /**
  * struct uverbs_file - an open uverbsN
- * @ref: held by the struct file (dropped at release)
+ * @ref: held by the struct file (dropped at release) and by each of its
+ *	completion channels
  * @udev: the device (one of its @users)
  * @mutex: held across every write() command and the teardown at
  *	release; guards @ucontext (set once, with release order, so that
@@ -125,8 +147,15 @@ struct uverbs_file {
 	struct xarray		objs;
 };
 
-/* Types of user objects; teardown at close runs in this order. */
+/*
+ * Types of user objects; teardown at close runs in this order (users
+ * before what they use: QPs, SRQs, CQs, MRs, PDs).
+ */
 enum uverbs_obj_type {
+	UVERBS_OBJ_QP,
+	UVERBS_OBJ_SRQ,
+	UVERBS_OBJ_CQ,
+	UVERBS_OBJ_MR,
 	UVERBS_OBJ_PD,
 	UVERBS_OBJ_TYPES
 };
@@ -136,11 +165,29 @@ enum uverbs_obj_type {
  * @uobject: the core's view (handle, user_handle, context)
  * @type: what @object is
  * @object: the verbs object (struct ib_pd *, ...)
+ * @file: the file that created it (its async fd gets the object's events)
+ * @comp: a CQ's completion channel (a reference), or NULL
+ * @comp_list: a CQ's completion events not read yet (on @comp)
+ * @async_list: the object's async events not read yet (on @file's async
+ *	fd)
+ * @comp_events_reported: completion events read (DESTROY_CQ reports it)
+ * @async_events_reported: async events read (the DESTROY_* replies)
+ *
+ * The lists and counters are under the lock of the event file the events
+ * are on.  The object's handlers run only while the driver's object
+ * exists, and destroy purges the unread events after the driver's object
+ * is gone, so no event refers to a freed uverbs_uobj.
  */
 struct uverbs_uobj {
 	struct ib_uobject	uobject;
 	enum uverbs_obj_type	type;
 	void			*object;
+	struct uverbs_file	*file;
+	struct uverbs_event_file *comp;
+	struct list_head	comp_list;
+	struct list_head	async_list;
+	u32			comp_events_reported;
+	u32			async_events_reported;
 };
 
 /**
@@ -180,10 +227,18 @@ extern const struct uverbs_cmd_desc uverbs_cmds[IB_USER_VERBS_CMD_OPEN_QP + 1];
 int uverbs_ex_query_device(struct uverbs_cmd_args *args);
 
 /* uverbs_main.c */
-struct uverbs_event_file *uverbs_async_file_create(struct file **filp);
+struct uverbs_event_file *uverbs_event_file_create(struct file **filp,
+						   struct uverbs_file *owner);
+struct uverbs_event_file *uverbs_comp_file_get(struct uverbs_file *file,
+					       int fd);
 void uverbs_event_file_put(struct uverbs_event_file *ev);
 void uverbs_event_handler(struct ib_event_handler *handler,
 			  struct ib_event *event);
+void uverbs_comp_handler(struct ib_cq *cq, void *cq_context);
+void uverbs_obj_event_handler(struct ib_event *event, void *context);
+void uverbs_event_purge(struct uverbs_event_file *ev,
+			struct list_head *obj_list);
+void uverbs_file_put(struct uverbs_file *file);
 void uverbs_file_teardown(struct uverbs_file *file);
 
 #endif /* UVERBS_H */

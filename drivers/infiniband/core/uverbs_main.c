@@ -64,7 +64,12 @@ static struct class *uverbs_class;
 
 static void uverbs_event_file_free(struct kref *ref)
 {
-	kfree(container_of(ref, struct uverbs_event_file, ref));
+	struct uverbs_event_file *ev =
+		container_of(ref, struct uverbs_event_file, ref);
+
+	if (ev->owner)
+		uverbs_file_put(ev->owner);
+	kfree(ev);
 }
 
 /**
@@ -81,7 +86,7 @@ static ssize_t uverbs_event_read(struct file *filp, char __user *buf,
 {
 	struct uverbs_event_file *ev = filp->private_data;
 	struct uverbs_event *e;
-	size_t len = sizeof(e->desc);
+	size_t len = ev->comp ? sizeof(e->desc.comp) : sizeof(e->desc.async);
 	unsigned long flags;
 	int ret;
 
@@ -101,6 +106,11 @@ static ssize_t uverbs_event_read(struct file *filp, char __user *buf,
 	}
 	e = list_first_entry(&ev->events, struct uverbs_event, list);
 	list_del(&e->list);
+	/* Read: it counts for the object's DESTROY reply. */
+	if (e->counter) {
+		(*e->counter)++;
+		list_del(&e->obj_list);
+	}
 	spin_unlock_irqrestore(&ev->lock, flags);
 
 	ret = copy_to_user(buf, &e->desc, len) ? -EFAULT : len;
@@ -139,6 +149,9 @@ static int uverbs_event_release(struct inode *inode, struct file *filp)
 
 	spin_lock_irqsave(&ev->lock, flags);
 	ev->closed = true;
+	list_for_each_entry(e, &ev->events, list)
+		if (e->counter)
+			list_del(&e->obj_list);
 	list_splice_init(&ev->events, &drop);
 	spin_unlock_irqrestore(&ev->lock, flags);
 	list_for_each_entry_safe(e, tmp, &drop, list)
@@ -148,8 +161,9 @@ static int uverbs_event_release(struct inode *inode, struct file *filp)
 }
 
 /*
- * The async event file's methods: read() and poll() for the events,
- * SIGIO on request, release() drops the file's reference.
+ * The event files' methods (async fd and completion channels): read() and
+ * poll() for the events, SIGIO on request, release() drops the file's
+ * reference.
  */
 static const struct file_operations uverbs_event_fops = {
 	.read = uverbs_event_read, .poll = uverbs_event_poll,
@@ -158,14 +172,17 @@ static const struct file_operations uverbs_event_fops = {
 };
 
 /**
- * uverbs_async_file_create() - a new async event file
+ * uverbs_event_file_create() - a new event file
  * @filp: receives its struct file (not yet installed in an fd)
+ * @owner: NULL for the async fd; for a completion channel, the
+ *	uverbs_file that made it (a reference is taken on it)
  *
  * The event file has two references: the struct file's and the caller's.
  *
  * Return: the event file, or an ERR_PTR.
  */
-struct uverbs_event_file *uverbs_async_file_create(struct file **filp)
+struct uverbs_event_file *uverbs_event_file_create(struct file **filp,
+						   struct uverbs_file *owner)
 {
 	struct uverbs_event_file *ev;
 
@@ -183,13 +200,50 @@ struct uverbs_event_file *uverbs_async_file_create(struct file **filp)
 		kfree(ev);
 		return ERR_CAST(*filp);
 	}
+	if (owner) {
+		ev->comp = true;
+		ev->owner = owner;
+		kref_get(&owner->ref);
+	}
 	kref_get(&ev->ref);
 	return ev;
 }
 
-/* Queues @desc on @ev; any context. */
+/**
+ * uverbs_comp_file_get() - the completion channel behind an fd
+ * @file: the uverbs file asking (a CQ of it will report to the channel)
+ * @fd: the channel's fd in the caller's table
+ *
+ * Return: the channel with a reference taken, or ERR_PTR(-EBADF) when
+ * @fd is not a completion channel of @file.
+ */
+struct uverbs_event_file *uverbs_comp_file_get(struct uverbs_file *file,
+					       int fd)
+{
+	struct uverbs_event_file *ev = ERR_PTR(-EBADF);
+	struct file *filp = fget(fd);
+
+	if (!filp)
+		return ev;
+	if (filp->f_op == &uverbs_event_fops) {
+		struct uverbs_event_file *cand = filp->private_data;
+
+		if (cand->comp && cand->owner == file) {
+			kref_get(&cand->ref);
+			ev = cand;
+		}
+	}
+	fput(filp);
+	return ev;
+}
+
+/*
+ * Queues an event on @ev; any context.  @obj_list and @counter (both or
+ * neither) tie it to a user object: see struct uverbs_event.
+ */
 static void uverbs_event_queue(struct uverbs_event_file *ev, u64 element,
-			       u32 type)
+			       u32 type, struct list_head *obj_list,
+			       u32 *counter)
 {
 	struct uverbs_event *e;
 	unsigned long flags;
@@ -197,9 +251,14 @@ static void uverbs_event_queue(struct uverbs_event_file *ev, u64 element,
 	e = kmalloc(sizeof(*e), GFP_ATOMIC);
 	if (!e)
 		return;
-	e->desc.element = element;
-	e->desc.event_type = type;
-	e->desc.reserved = 0;
+	if (ev->comp) {
+		e->desc.comp.cq_handle = element;
+	} else {
+		e->desc.async.element = element;
+		e->desc.async.event_type = type;
+		e->desc.async.reserved = 0;
+	}
+	e->counter = counter;
 
 	spin_lock_irqsave(&ev->lock, flags);
 	if (ev->closed) {
@@ -208,6 +267,8 @@ static void uverbs_event_queue(struct uverbs_event_file *ev, u64 element,
 		return;
 	}
 	list_add_tail(&e->list, &ev->events);
+	if (counter)
+		list_add_tail(&e->obj_list, obj_list);
 	spin_unlock_irqrestore(&ev->lock, flags);
 	wake_up_interruptible(&ev->wait);
 	kill_fasync(&ev->async_queue, SIGIO, POLL_IN);
@@ -238,11 +299,71 @@ void uverbs_event_handler(struct ib_event_handler *handler,
 	case IB_EVENT_DEVICE_FATAL:
 		/* @async is set before the handler is registered. */
 		uverbs_event_queue(file->async, event->element.port_num,
-				   event->event);
+				   event->event, NULL, NULL);
 		break;
 	default:
 		break;
 	}
+}
+
+/**
+ * uverbs_comp_handler() - the completion handler of every user CQ
+ * @cq: the CQ
+ * @cq_context: its struct uverbs_uobj
+ *
+ * Queues the CQ's user handle on its completion channel, if it has one.
+ * Called by the driver from its interrupt handler; never sleeps.
+ */
+void uverbs_comp_handler(struct ib_cq *cq, void *cq_context)
+{
+	struct uverbs_uobj *u = cq_context;
+
+	if (u->comp)
+		uverbs_event_queue(u->comp, u->uobject.user_handle, 0,
+				   &u->comp_list, &u->comp_events_reported);
+}
+
+/**
+ * uverbs_obj_event_handler() - the event handler of user CQs, QPs, SRQs
+ * @event: the event
+ * @context: the object's struct uverbs_uobj
+ *
+ * Queues the event on the async fd with the object's user handle as the
+ * element.  Any context; never sleeps.
+ */
+void uverbs_obj_event_handler(struct ib_event *event, void *context)
+{
+	struct uverbs_uobj *u = context;
+
+	uverbs_event_queue(u->file->async, u->uobject.user_handle,
+			   event->event, &u->async_list,
+			   &u->async_events_reported);
+}
+
+/**
+ * uverbs_event_purge() - drop an object's unread events
+ * @ev: the event file they are on
+ * @obj_list: the object's list of them
+ *
+ * For destroy, once the driver's object is gone (no handler can add
+ * one any more): what was not read does not count as reported.
+ */
+void uverbs_event_purge(struct uverbs_event_file *ev,
+			struct list_head *obj_list)
+{
+	struct uverbs_event *e, *tmp;
+	unsigned long flags;
+	LIST_HEAD(drop);
+
+	spin_lock_irqsave(&ev->lock, flags);
+	list_for_each_entry_safe(e, tmp, obj_list, obj_list) {
+		list_del(&e->list);
+		list_del(&e->obj_list);
+		list_add(&e->list, &drop);
+	}
+	spin_unlock_irqrestore(&ev->lock, flags);
+	list_for_each_entry_safe(e, tmp, &drop, list)
+		kfree(e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -261,6 +382,15 @@ static void uverbs_file_free(struct kref *ref)
 
 	xa_destroy(&file->objs);
 	kfree(file);
+}
+
+/**
+ * uverbs_file_put() - drop a reference to a uverbs file
+ * @file: the file
+ */
+void uverbs_file_put(struct uverbs_file *file)
+{
+	kref_put(&file->ref, uverbs_file_free);
 }
 
 static int uverbs_open(struct inode *inode, struct file *filp)

@@ -13,6 +13,8 @@
 #include <linux/log2.h>
 #include <linux/sched.h>
 
+#include <rdma/mthca-abi.h>
+
 #include "mthca_dev.h"
 #include "mthca_wqe.h"
 
@@ -499,6 +501,10 @@ int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how)
 	u32 cmd = how == IB_CQ_SOLICITED ? 1 : 2;
 	u32 ci = READ_ONCE(cq->cons_index);
 
+	/* A user CQ's consumer index is what the process last published. */
+	if (cq->uctx)
+		ci = be32_to_cpu(READ_ONCE(cq->set_ci_db[0]));
+
 	/* The record's second word goes last: the HCA checks it first. */
 	cq->arm_db[0] = cpu_to_be32(ci);
 	wmb(); /* consumer index word before the command word */
@@ -522,6 +528,9 @@ void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq)
 	struct mthca_cqe *cqe;
 	u32 prod, dropped = 0;
 
+	/* A user CQ's ring is the process's to clean (libmthca does). */
+	if (cq->uctx)
+		return;
 	spin_lock_irq(&cq->lock);
 	/* Find the end of the software-owned run. */
 	for (prod = cq->cons_index; prod != cq->cons_index + cq->nent; prod++)
@@ -627,12 +636,99 @@ void mthca_dp_catas(struct mthca_dev *dev)
 	}
 }
 
+/*
+ * The ring and doorbell records of a user CQ: the ring is an MR of the
+ * process (its lkey; libmthca registers it at IOVA 0 with the PD it names
+ * by number, which must be one of the context's), the records are in its
+ * pages, mapped into the context's UARC.
+ */
+static int cq_user_setup(struct mthca_dev *dev, struct mthca_cq *cq,
+			 struct mthca_ucontext *uctx, struct ib_udata *udata,
+			 u32 *pdn)
+{
+	struct mthca_create_cq ucmd;
+	int err;
+
+	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	if (err)
+		return err;
+	if (!xa_load(&uctx->pdns, ucmd.pdn))
+		return -EINVAL;
+	err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
+				ucmd.set_db_index, ucmd.set_db_page,
+				&cq->set_ci_db);
+	if (err)
+		return err;
+	err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
+				ucmd.arm_db_index, ucmd.arm_db_page,
+				&cq->arm_db);
+	if (err) {
+		mthca_unmap_user_db(dev, &uctx->uar, uctx->db_tab,
+				    ucmd.set_db_index);
+		return err;
+	}
+	cq->set_ci_db_index = ucmd.set_db_index;
+	cq->arm_db_index = ucmd.arm_db_index;
+	cq->buf.lkey = ucmd.lkey;
+	cq->uctx = uctx;
+	*pdn = ucmd.pdn;
+	return 0;
+}
+
+static void cq_user_teardown(struct mthca_dev *dev, struct mthca_cq *cq)
+{
+	struct mthca_ucontext *uctx = cq->uctx;
+
+	mthca_unmap_user_db(dev, &uctx->uar, uctx->db_tab, cq->arm_db_index);
+	mthca_unmap_user_db(dev, &uctx->uar, uctx->db_tab,
+			    cq->set_ci_db_index);
+}
+
+/* The ring and doorbell records of a kernel CQ. */
+static int cq_kernel_setup(struct mthca_dev *dev, struct mthca_cq *cq)
+{
+	u32 i;
+	int err;
+
+	cq->set_ci_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_SET_CI, cq->cqn,
+					     &cq->set_ci_db);
+	if (cq->set_ci_db_index < 0)
+		return -ENOMEM;
+	cq->arm_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_ARM, cq->cqn,
+					  &cq->arm_db);
+	if (cq->arm_db_index < 0) {
+		err = -ENOMEM;
+		goto err_ci_db;
+	}
+	err = mthca_dp_buf_alloc(dev, cq->nent * MTHCA_CQE_BYTES,
+				 dev->driver_pd.pdn, true, &cq->buf);
+	if (err)
+		goto err_arm_db;
+	for (i = 0; i < cq->nent; i++)
+		*mthca_cqe_owner(cq_entry(cq, i)) = MTHCA_CQE_OWNER_HW;
+	return 0;
+
+err_arm_db:
+	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
+err_ci_db:
+	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
+	return err;
+}
+
+static void cq_kernel_teardown(struct mthca_dev *dev, struct mthca_cq *cq)
+{
+	mthca_dp_buf_free(dev, &cq->buf);
+	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
+	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
+}
+
 /**
  * mthca_dp_create_cq() - create a completion queue
  * @ibdev: the device
  * @entries: completions the CQ must hold at least
- * @uctx: user context; user CQs are not supported yet
- * @udata: user data, likewise
+ * @uctx: user context of a user CQ, else NULL
+ * @udata: a user CQ's struct mthca_create_cq in, its
+ *	struct mthca_create_cq_resp (the CQ number) out
  *
  * Return: the CQ, or an ERR_PTR.
  */
@@ -644,12 +740,13 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	struct mthca_cq_table *tab = &dev->cq_table;
 	struct mthca_mailbox *box;
 	struct mthca_cq_ctx *ctx;
+	struct mthca_create_cq_resp uresp = {};
 	struct mthca_cq *cq;
-	u32 i, cqn;
+	u32 cqn, pdn = dev->driver_pd.pdn, uar = dev->driver_uar.index;
 	int err;
 
-	if (uctx || udata)
-		return ERR_PTR(-EOPNOTSUPP);
+	if (!uctx != !udata)
+		return ERR_PTR(-EINVAL);
 	if (entries < 1 || entries > dev->limits.max_cqes)
 		return ERR_PTR(-EINVAL);
 
@@ -672,25 +769,14 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 		goto err_free;
 	cq->cqn = cqn;
 
-	cq->set_ci_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_SET_CI, cqn,
-					     &cq->set_ci_db);
-	if (cq->set_ci_db_index < 0) {
-		err = -ENOMEM;
-		goto err_num;
+	if (uctx) {
+		err = cq_user_setup(dev, cq, to_mucontext(uctx), udata, &pdn);
+		uar = to_mucontext(uctx)->uar.index;
+	} else {
+		err = cq_kernel_setup(dev, cq);
 	}
-	cq->arm_db_index = mthca_db_alloc(dev, MTHCA_DB_CQ_ARM, cqn,
-					  &cq->arm_db);
-	if (cq->arm_db_index < 0) {
-		err = -ENOMEM;
-		goto err_ci_db;
-	}
-
-	err = mthca_dp_buf_alloc(dev, cq->nent * MTHCA_CQE_BYTES,
-				 dev->driver_pd.pdn, true, &cq->buf);
 	if (err)
-		goto err_arm_db;
-	for (i = 0; i < cq->nent; i++)
-		*mthca_cqe_owner(cq_entry(cq, i)) = MTHCA_CQE_OWNER_HW;
+		goto err_num;
 
 	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	if (IS_ERR(box)) {
@@ -702,11 +788,10 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	ctx->flags = cpu_to_be32(MTHCA_CQC_STATUS_OK | MTHCA_CQC_DISARMED |
 				 MTHCA_CQC_TR);
 	/* start stays 0: the buffer's MR begins at iova 0 */
-	ctx->logsize_uar = cpu_to_be32(ilog2(cq->nent) << 24 |
-				       dev->driver_uar.index);
+	ctx->logsize_uar = cpu_to_be32(ilog2(cq->nent) << 24 | uar);
 	ctx->error_eqn = cpu_to_be32(mthca_async_eqn(dev));
 	ctx->comp_eqn = cpu_to_be32(mthca_comp_eqn(dev));
-	ctx->pd = cpu_to_be32(dev->driver_pd.pdn);
+	ctx->pd = cpu_to_be32(pdn);
 	ctx->lkey = cpu_to_be32(cq->buf.lkey);
 	ctx->cqn = cpu_to_be32(cqn);
 	ctx->ci_db_index = cpu_to_be32(cq->set_ci_db_index);
@@ -719,17 +804,28 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 			 cqn, err);
 		goto err_buf;
 	}
+	if (udata) {
+		uresp.cqn = cqn;
+		err = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
+		if (err)
+			goto err_hw;
+	}
 
 	/* Now events may find it. */
 	xa_store_irq(&tab->objs, cqn, cq, GFP_KERNEL);
 	return &cq->ibcq;
 
+err_hw:
+	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
+	if (!IS_ERR(box)) {
+		mthca_HW2SW_CQ(dev, box, cqn);
+		mthca_mailbox_free(dev, box);
+	}
 err_buf:
-	mthca_dp_buf_free(dev, &cq->buf);
-err_arm_db:
-	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
-err_ci_db:
-	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
+	if (cq->uctx)
+		cq_user_teardown(dev, cq);
+	else
+		cq_kernel_teardown(dev, cq);
 err_num:
 	mthca_dp_number_put(dev, &tab->objs, dev->icm_cqc, cqn);
 err_free:
@@ -772,9 +868,10 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 	xa_store_irq(&dev->cq_table.objs, cq->cqn, NULL, GFP_KERNEL);
 	mthca_dp_life_end(&cq->life);
 
-	mthca_dp_buf_free(dev, &cq->buf);
-	mthca_db_free(dev, MTHCA_DB_CQ_ARM, cq->arm_db_index);
-	mthca_db_free(dev, MTHCA_DB_CQ_SET_CI, cq->set_ci_db_index);
+	if (cq->uctx)
+		cq_user_teardown(dev, cq);
+	else
+		cq_kernel_teardown(dev, cq);
 	mthca_dp_number_put(dev, &dev->cq_table.objs, dev->icm_cqc, cq->cqn);
 	kfree(cq);
 	return 0;
@@ -802,6 +899,9 @@ int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
 
 	if (entries < 1 || entries > dev->limits.max_cqes)
 		return -EINVAL;
+	/* A user CQ's new ring would come as an lkey: not done yet. */
+	if (cq->uctx)
+		return -EOPNOTSUPP;
 	nent = roundup_pow_of_two(entries + 1);
 
 	mutex_lock(&cq->resize_mutex);

@@ -17,6 +17,7 @@
 #include <linux/pci.h>
 #include <linux/spinlock.h>
 #include <linux/mutex.h>
+#include <linux/xarray.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
 #include <linux/interrupt.h>
@@ -198,14 +199,22 @@ struct mthca_uar {
 	int		index;
 };
 
+struct mthca_user_db_table;
+
 /**
  * struct mthca_ucontext - a user process's context (ib_uverbs)
  * @ibucontext: the core's part
  * @uar: the process's own doorbell page, mapped by mmap() at offset 0
+ * @db_tab: the pages of doorbell records libmthca keeps in its own
+ *	memory, mapped into @uar's UARC as its CQs, QPs and SRQs name them
+ * @pdns: the PD numbers of the context's PDs (a user CQ names its PD by
+ *	number: only one of these is accepted); xarray of its own lock
  */
 struct mthca_ucontext {
-	struct ib_ucontext	ibucontext;
-	struct mthca_uar	uar;
+	struct ib_ucontext		ibucontext;
+	struct mthca_uar		uar;
+	struct mthca_user_db_table	*db_tab;
+	struct xarray			pdns;
 };
 
 static inline struct mthca_ucontext *to_mucontext(struct ib_ucontext *uctx)
@@ -213,6 +222,14 @@ static inline struct mthca_ucontext *to_mucontext(struct ib_ucontext *uctx)
 	return container_of(uctx, struct mthca_ucontext, ibucontext);
 }
 
+struct mthca_user_db_table *mthca_user_db_tab_alloc(struct mthca_dev *dev);
+void mthca_user_db_tab_free(struct mthca_dev *dev, struct mthca_uar *uar,
+			    struct mthca_user_db_table *tab);
+int mthca_map_user_db(struct mthca_dev *dev, struct mthca_uar *uar,
+		      struct mthca_user_db_table *tab, u32 index, u64 uaddr,
+		      __be32 **rec);
+void mthca_unmap_user_db(struct mthca_dev *dev, struct mthca_uar *uar,
+			 struct mthca_user_db_table *tab, u32 index);
 int mthca_uar_alloc(struct mthca_dev *dev, struct mthca_uar *uar);
 void mthca_uar_free(struct mthca_dev *dev, struct mthca_uar *uar);
 
@@ -254,10 +271,12 @@ struct mthca_mtt {
  * struct mthca_mr - a memory region
  * @ibmr: the core's view; lkey == rkey == the MPT key
  * @mtt: the translation entries, NULL for a region without translation
+ * @umem: the pinned user pages of a user region (reg_user_mr), else NULL
  */
 struct mthca_mr {
 	struct ib_mr		ibmr;
 	struct mthca_mtt	*mtt;
+	struct ib_umem		*umem;
 };
 
 /**

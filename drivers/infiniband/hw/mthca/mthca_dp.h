@@ -188,6 +188,9 @@ void mthca_dp_raise_event(struct mthca_dev *dev, struct ib_event *ev,
  * @recv_qps: the QPs whose receive queue completes here (rcq_node),
  *	likewise
  * @life: pins the object while an event handler uses it
+ * @uctx: the user context of a user CQ (ring and doorbell records in the
+ *	process's memory: @buf has no kernel mapping, @set_ci_db and @arm_db
+ *	point into the pinned record pages), NULL for a kernel CQ
  */
 struct mthca_cq {
 	struct ib_cq		ibcq;
@@ -205,6 +208,7 @@ struct mthca_cq {
 	struct list_head	send_qps;
 	struct list_head	recv_qps;
 	struct mthca_dp_life	life;
+	struct mthca_ucontext	*uctx;
 };
 
 /**
@@ -264,6 +268,9 @@ struct mthca_wq {
  * @scq_node: on the send CQ's send_qps list, under that CQ's lock
  * @rcq_node: on the receive CQ's recv_qps list, under that CQ's lock
  * @life: pins the object while an event handler uses it
+ * @uctx: the user context of a user QP (WQE buffer and doorbell records
+ *	in the process's memory; @buf has only its lkey, @wrid is NULL),
+ *	NULL for a kernel QP
  */
 struct mthca_qp {
 	struct ib_qp		ibqp;
@@ -287,6 +294,7 @@ struct mthca_qp {
 	struct list_head	scq_node;
 	struct list_head	rcq_node;
 	struct mthca_dp_life	life;
+	struct mthca_ucontext	*uctx;
 };
 
 /**
@@ -307,6 +315,8 @@ struct mthca_qp {
  * @db_index: doorbell record index
  * @db: the doorbell record
  * @life: pins the object while an event handler uses it
+ * @uctx: the user context of a user SRQ (buffer and record in the
+ *	process's memory), NULL for a kernel SRQ
  */
 struct mthca_srq {
 	struct ib_srq		ibsrq;
@@ -324,6 +334,7 @@ struct mthca_srq {
 	int			db_index;
 	__be32			*db;
 	struct mthca_dp_life	life;
+	struct mthca_ucontext	*uctx;
 };
 
 /**

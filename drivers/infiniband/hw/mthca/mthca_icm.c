@@ -563,3 +563,186 @@ void mthca_db_cleanup(struct mthca_dev *dev)
 	kfree(tab);
 	dev->db_pages = NULL;
 }
+
+/* ------------------------------------------------------------------ */
+/* User doorbell records                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct mthca_user_db_page - one UARC page of a user context
+ * @page: the user's page of records, pinned, or NULL while unmapped
+ * @dma: its bus address
+ * @uaddr: the user address it was pinned at
+ * @refs: records of the page in use by the context's CQs, QPs and SRQs
+ */
+struct mthca_user_db_page {
+	struct page	*page;
+	dma_addr_t	dma;
+	u64		uaddr;
+	unsigned int	refs;
+};
+
+/**
+ * struct mthca_user_db_table - the UARC pages of a user context
+ * @mutex: guards every page (mapping and unmapping run firmware
+ *	commands, so it sleeps); taken alone
+ * @npages: pages in the UARC of one UAR
+ * @page: the pages
+ */
+struct mthca_user_db_table {
+	struct mutex			mutex;	/* see the kernel-doc above */
+	int				npages;
+	struct mthca_user_db_page	page[];
+};
+
+static u64 user_db_page_virt(struct mthca_dev *dev, struct mthca_uar *uar,
+			     int i)
+{
+	return dev->layout.uarc_base +
+	       (u64)uar->index * dev->layout.uarc_size +
+	       (u64)i * MTHCA_ICM_PAGE_SIZE;
+}
+
+/**
+ * mthca_user_db_tab_alloc() - an empty doorbell page table for a context
+ * @dev: the device
+ *
+ * Return: the table, or an ERR_PTR.
+ */
+struct mthca_user_db_table *mthca_user_db_tab_alloc(struct mthca_dev *dev)
+{
+	int n = dev->layout.uarc_size / MTHCA_ICM_PAGE_SIZE;
+	struct mthca_user_db_table *tab;
+
+	tab = kzalloc(struct_size(tab, page, n), GFP_KERNEL);
+	if (!tab)
+		return ERR_PTR(-ENOMEM);
+	mutex_init(&tab->mutex);
+	tab->npages = n;
+	return tab;
+}
+
+static void user_db_page_unmap(struct mthca_dev *dev, struct mthca_uar *uar,
+			       struct mthca_user_db_page *pg, int i)
+{
+	mthca_UNMAP_ICM(dev, user_db_page_virt(dev, uar, i), 1);
+	dma_unmap_page(&dev->pdev->dev, pg->dma, MTHCA_ICM_PAGE_SIZE,
+		       DMA_BIDIRECTIONAL);
+	unpin_user_page(pg->page);
+	pg->page = NULL;
+	pg->refs = 0;
+}
+
+/**
+ * mthca_map_user_db() - let the HCA read a user doorbell record
+ * @dev: the device
+ * @uar: the context's UAR (its UARC holds the context's record pages)
+ * @tab: the context's table
+ * @index: the record's index (page * 512 + record), from the user
+ * @uaddr: the user address of the record's page (4 KiB aligned)
+ * @rec: receives the kernel's address of the record, or NULL
+ *
+ * The first record of a page pins the page and maps it into the UARC
+ * with MAP_ICM; later ones only count.  Sleeps.
+ *
+ * Return: 0, -EINVAL for an index out of the UARC, an unaligned address,
+ * or a page already mapped at another address, or an errno of the
+ * pinning or the firmware.
+ */
+int mthca_map_user_db(struct mthca_dev *dev, struct mthca_uar *uar,
+		      struct mthca_user_db_table *tab, u32 index, u64 uaddr,
+		      __be32 **rec)
+{
+	struct mthca_user_db_page *pg;
+	u32 i = index / DB_PER_PAGE;
+	int ret = 0;
+
+	if (i >= tab->npages || uaddr & (MTHCA_ICM_PAGE_SIZE - 1))
+		return -EINVAL;
+	pg = &tab->page[i];
+
+	mutex_lock(&tab->mutex);
+	if (pg->page) {
+		if (pg->uaddr != uaddr || pg->refs >= DB_PER_PAGE) {
+			ret = -EINVAL;
+			goto out;
+		}
+		pg->refs++;
+		goto found;
+	}
+
+	ret = pin_user_pages_fast(uaddr, 1, FOLL_WRITE | FOLL_LONGTERM,
+				  &pg->page);
+	if (ret != 1) {
+		pg->page = NULL;
+		ret = ret < 0 ? ret : -EFAULT;
+		goto out;
+	}
+	pg->dma = dma_map_page(&dev->pdev->dev, pg->page, 0,
+			       MTHCA_ICM_PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(&dev->pdev->dev, pg->dma)) {
+		ret = -ENOMEM;
+		goto err_unpin;
+	}
+	ret = mthca_MAP_ICM_page(dev, pg->dma, user_db_page_virt(dev, uar, i));
+	if (ret)
+		goto err_dma;
+	pg->uaddr = uaddr;
+	pg->refs = 1;
+found:
+	if (rec)
+		*rec = page_address(pg->page) + (index % DB_PER_PAGE) * 8;
+	ret = 0;
+	goto out;
+
+err_dma:
+	dma_unmap_page(&dev->pdev->dev, pg->dma, MTHCA_ICM_PAGE_SIZE,
+		       DMA_BIDIRECTIONAL);
+err_unpin:
+	unpin_user_page(pg->page);
+	pg->page = NULL;
+out:
+	mutex_unlock(&tab->mutex);
+	return ret;
+}
+
+/**
+ * mthca_unmap_user_db() - undo mthca_map_user_db()
+ * @dev: the device
+ * @uar: the context's UAR
+ * @tab: the context's table
+ * @index: the record's index
+ *
+ * The last record of a page unmaps and unpins it.  Sleeps.
+ */
+void mthca_unmap_user_db(struct mthca_dev *dev, struct mthca_uar *uar,
+			 struct mthca_user_db_table *tab, u32 index)
+{
+	u32 i = index / DB_PER_PAGE;
+	struct mthca_user_db_page *pg;
+
+	if (i >= tab->npages)
+		return;
+	pg = &tab->page[i];
+	mutex_lock(&tab->mutex);
+	if (pg->page && !--pg->refs)
+		user_db_page_unmap(dev, uar, pg, i);
+	mutex_unlock(&tab->mutex);
+}
+
+/**
+ * mthca_user_db_tab_free() - unmap what is left and free the table
+ * @dev: the device
+ * @uar: the context's UAR
+ * @tab: the table
+ */
+void mthca_user_db_tab_free(struct mthca_dev *dev, struct mthca_uar *uar,
+			    struct mthca_user_db_table *tab)
+{
+	int i;
+
+	for (i = 0; i < tab->npages; i++)
+		if (tab->page[i].page)
+			user_db_page_unmap(dev, uar, &tab->page[i], i);
+	kfree(tab);
+}

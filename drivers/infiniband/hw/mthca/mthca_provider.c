@@ -11,6 +11,7 @@
 #include <linux/string.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_smi.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/mthca-abi.h>
 
@@ -288,17 +289,25 @@ static struct ib_ucontext *mthca_alloc_ucontext(struct ib_device *ibdev,
 	uctx = kzalloc(sizeof(*uctx), GFP_KERNEL);
 	if (!uctx)
 		return ERR_PTR(-ENOMEM);
+	xa_init(&uctx->pdns);
 	ret = mthca_uar_alloc(dev, &uctx->uar);
 	if (ret)
 		goto err_free;
+	uctx->db_tab = mthca_user_db_tab_alloc(dev);
+	if (IS_ERR(uctx->db_tab)) {
+		ret = PTR_ERR(uctx->db_tab);
+		goto err_uar;
+	}
 
 	resp.qp_tab_size = dev->limits.num_qps;
 	resp.uarc_size = dev->layout.uarc_size;
 	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (ret)
-		goto err_uar;
+		goto err_db;
 	return &uctx->ibucontext;
 
+err_db:
+	mthca_user_db_tab_free(dev, &uctx->uar, uctx->db_tab);
 err_uar:
 	mthca_uar_free(dev, &uctx->uar);
 err_free:
@@ -309,8 +318,12 @@ err_free:
 static int mthca_dealloc_ucontext(struct ib_ucontext *ibuctx)
 {
 	struct mthca_ucontext *uctx = to_mucontext(ibuctx);
+	struct mthca_dev *dev = to_mdev(ibuctx->device);
 
-	mthca_uar_free(to_mdev(ibuctx->device), &uctx->uar);
+	/* Every CQ, QP and SRQ is gone: unmap the pages they left. */
+	mthca_user_db_tab_free(dev, &uctx->uar, uctx->db_tab);
+	mthca_uar_free(dev, &uctx->uar);
+	xa_destroy(&uctx->pdns);
 	kfree(uctx);
 	return 0;
 }
@@ -347,6 +360,9 @@ static struct ib_pd *mthca_alloc_pd(struct ib_device *ibdev,
 	/* libmthca needs the PD number for its CQs (mthca_alloc_pd_resp). */
 	if (udata) {
 		ret = ib_copy_to_udata(udata, &pd->pdn, sizeof(u32));
+		if (!ret)
+			ret = xa_insert(&to_mucontext(uctx)->pdns, pd->pdn,
+					pd, GFP_KERNEL);
 		if (ret) {
 			mthca_pd_free(to_mdev(ibdev), pd);
 			kfree(pd);
@@ -358,6 +374,9 @@ static struct ib_pd *mthca_alloc_pd(struct ib_device *ibdev,
 
 static int mthca_dealloc_pd(struct ib_pd *ibpd)
 {
+	if (ibpd->uobject)
+		xa_erase(&to_mucontext(ibpd->uobject->context)->pdns,
+			 to_mpd(ibpd)->pdn);
 	mthca_pd_free(to_mdev(ibpd->device), to_mpd(ibpd));
 	kfree(to_mpd(ibpd));
 	return 0;
@@ -459,11 +478,77 @@ static struct ib_mr *mthca_reg_phys_mr(struct ib_pd *ibpd,
 	return &mr->ibmr;
 }
 
+/*
+ * A region of user memory: the pages are pinned (ib_umem, charged to
+ * RLIMIT_MEMLOCK), their bus addresses written to MTT entries of 4 KiB
+ * pages, and an MPT entry made at IOVA @virt.  libmthca registers its
+ * queue buffers at IOVA 0 (the queue contexts address them from 0), so
+ * @virt need not be @start; only their offsets in the page must agree.
+ * The mthca_reg_mr udata (MTHCA_MR_DMASYNC) asks for nothing on a
+ * cache-coherent host.
+ */
+static struct ib_mr *mthca_reg_user_mr(struct ib_pd *ibpd, u64 start,
+				       u64 length, u64 virt, int access,
+				       struct ib_udata *udata)
+{
+	struct mthca_dev *dev = to_mdev(ibpd->device);
+	struct sg_dma_page_iter it;
+	struct mthca_mr *mr;
+	u64 *pages;
+	int n = 0, ret;
+
+	if ((start ^ virt) & ~PAGE_MASK)
+		return ERR_PTR(-EINVAL);
+	/* Remote write or atomics need local write (IBA 10.6.3.1). */
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EINVAL);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		ret = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	if (mr->umem->npages > INT_MAX) {
+		ret = -ENOMEM;
+		goto err_umem;
+	}
+	pages = kvmalloc_array(mr->umem->npages, sizeof(*pages), GFP_KERNEL);
+	if (!pages) {
+		ret = -ENOMEM;
+		goto err_umem;
+	}
+	for_each_sgtable_dma_page(&mr->umem->sgt, &it, 0) {
+		if (n == mr->umem->npages)
+			break;
+		/* The first page's address carries the range's offset. */
+		pages[n++] = sg_page_iter_dma_address(&it) & PAGE_MASK;
+	}
+	ret = mthca_mr_alloc_phys(dev, to_mpd(ibpd)->pdn, pages, PAGE_SHIFT, n,
+				  virt, length, mthca_access_to_mpt(access),
+				  mr);
+	kvfree(pages);
+	if (ret)
+		goto err_umem;
+	return &mr->ibmr;
+
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
 static int mthca_dereg_mr(struct ib_mr *ibmr)
 {
 	struct mthca_mr *mr = to_mmr(ibmr);
 
+	/* The MPT goes first: the HCA must not reach the pages any more. */
 	mthca_mr_free(to_mdev(ibmr->device), mr);
+	ib_umem_release(mr->umem);
 	kfree(mr);
 	return 0;
 }
@@ -575,6 +660,7 @@ int mthca_register_device(struct mthca_dev *dev)
 	ib->dealloc_pd = mthca_dealloc_pd;
 	ib->get_dma_mr = mthca_get_dma_mr;
 	ib->reg_phys_mr = mthca_reg_phys_mr;
+	ib->reg_user_mr = mthca_reg_user_mr;
 	ib->dereg_mr = mthca_dereg_mr;
 	ib->process_mad = mthca_process_mad;
 
@@ -586,7 +672,23 @@ int mthca_register_device(struct mthca_dev *dev)
 			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_DEVICE) |
 			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_PORT) |
 			      BIT_ULL(IB_USER_VERBS_CMD_ALLOC_PD) |
-			      BIT_ULL(IB_USER_VERBS_CMD_DEALLOC_PD);
+			      BIT_ULL(IB_USER_VERBS_CMD_DEALLOC_PD) |
+			      BIT_ULL(IB_USER_VERBS_CMD_REG_MR) |
+			      BIT_ULL(IB_USER_VERBS_CMD_DEREG_MR) |
+			      BIT_ULL(IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL) |
+			      BIT_ULL(IB_USER_VERBS_CMD_CREATE_CQ) |
+			      BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ) |
+			      BIT_ULL(IB_USER_VERBS_CMD_DESTROY_CQ) |
+			      BIT_ULL(IB_USER_VERBS_CMD_CREATE_QP) |
+			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_QP) |
+			      BIT_ULL(IB_USER_VERBS_CMD_MODIFY_QP) |
+			      BIT_ULL(IB_USER_VERBS_CMD_DESTROY_QP) |
+			      BIT_ULL(IB_USER_VERBS_CMD_ATTACH_MCAST) |
+			      BIT_ULL(IB_USER_VERBS_CMD_DETACH_MCAST) |
+			      BIT_ULL(IB_USER_VERBS_CMD_CREATE_SRQ) |
+			      BIT_ULL(IB_USER_VERBS_CMD_MODIFY_SRQ) |
+			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_SRQ) |
+			      BIT_ULL(IB_USER_VERBS_CMD_DESTROY_SRQ);
 	mthca_dp_init_verbs(ib);
 
 	ret = ib_register_device(ib);

@@ -21,6 +21,8 @@
 #include <rdma/ib_pack.h>
 #include <rdma/ib_cache.h>
 
+#include <rdma/mthca-abi.h>
+
 #include "mthca_dev.h"
 #include "mthca_wqe.h"
 #include "mthca_qp_state.h"
@@ -249,9 +251,14 @@ void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type)
 			     qp->ibqp.qp_context, &qp->life);
 }
 
-/* Size the queues of @qp for @cap; fills max, max_gs and the strides. */
+/*
+ * Size the queues of @qp for @cap; fills max, max_gs and the strides.  A
+ * user QP's buffer is laid out by libmthca: its receive queue is sized
+ * from max_recv_wr even with an SRQ, its send WQEs always leave room for
+ * one gather entry or the inline data, and it may always send inline.
+ */
 static int qp_size_queues(struct mthca_dev *dev, struct mthca_qp *qp,
-			  struct ib_qp_cap *cap, bool has_srq)
+			  struct ib_qp_cap *cap, bool has_srq, bool user)
 {
 	const struct mthca_limits *lim = &dev->limits;
 	unsigned int bytes, send_sge;
@@ -269,8 +276,10 @@ static int qp_size_queues(struct mthca_dev *dev, struct mthca_qp *qp,
 	send_sge = max_t(unsigned int, cap->max_send_sge,
 			 DIV_ROUND_UP(cap->max_inline_data + 4,
 				      sizeof(struct mthca_data_seg)));
-	if (!cap->max_inline_data)
+	if (!cap->max_inline_data && !user)
 		send_sge = cap->max_send_sge;
+	if (user)
+		has_srq = false;
 
 	qp->sq.max = cap->max_send_wr ?
 		roundup_pow_of_two(cap->max_send_wr) : 0;
@@ -293,7 +302,7 @@ static int qp_size_queues(struct mthca_dev *dev, struct mthca_qp *qp,
 	bytes = min_t(unsigned int, lim->max_desc_sz, 1u << qp->sq.wqe_shift);
 	qp->sq.max_gs = min_t(unsigned int, lim->max_sg,
 			      mthca_sq_max_sge(qp->kind, bytes));
-	qp->max_inline = cap->max_inline_data ?
+	qp->max_inline = cap->max_inline_data || user ?
 		mthca_sq_max_sge(qp->kind, bytes) *
 		sizeof(struct mthca_data_seg) - 4 : 0;
 
@@ -368,12 +377,68 @@ err_qpc:
 	return err;
 }
 
+/*
+ * A user QP's buffer is an MR of the process (@ucmd's lkey, registered at
+ * IOVA 0) and its doorbell records are in its pages: only the context
+ * entries are the kernel's.
+ */
+static int qp_alloc_user(struct mthca_dev *dev, struct mthca_qp *qp,
+			 struct mthca_ucontext *uctx, struct ib_udata *udata)
+{
+	struct mthca_create_qp ucmd;
+	int err;
+
+	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+	if (err)
+		return err;
+	err = mthca_icm_table_get(dev, dev->icm_qpc, qp->qpn);
+	if (err)
+		return err;
+	err = mthca_icm_table_get(dev, dev->icm_eqpc, qp->qpn);
+	if (err)
+		goto err_qpc;
+	err = mthca_icm_table_get(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
+	if (err)
+		goto err_eqpc;
+	err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
+				ucmd.sq_db_index, ucmd.sq_db_page, NULL);
+	if (err)
+		goto err_rdb;
+	err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
+				ucmd.rq_db_index, ucmd.rq_db_page, NULL);
+	if (err)
+		goto err_sq_db;
+	qp->sq.db_index = ucmd.sq_db_index;
+	qp->rq.db_index = ucmd.rq_db_index;
+	qp->buf.lkey = ucmd.lkey;
+	qp->uctx = uctx;
+	return 0;
+
+err_sq_db:
+	mthca_unmap_user_db(dev, &uctx->uar, uctx->db_tab, ucmd.sq_db_index);
+err_rdb:
+	mthca_icm_table_put(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
+err_eqpc:
+	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
+err_qpc:
+	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
+	return err;
+}
+
 static void qp_free_resources(struct mthca_dev *dev, struct mthca_qp *qp)
 {
+	if (qp->uctx) {
+		mthca_unmap_user_db(dev, &qp->uctx->uar, qp->uctx->db_tab,
+				    qp->rq.db_index);
+		mthca_unmap_user_db(dev, &qp->uctx->uar, qp->uctx->db_tab,
+				    qp->sq.db_index);
+		goto contexts;
+	}
 	mthca_db_free(dev, MTHCA_DB_SQ, qp->sq.db_index);
 	mthca_db_free(dev, MTHCA_DB_RQ, qp->rq.db_index);
 	mthca_dp_buf_free(dev, &qp->buf);
 	kfree(qp->wrid);
+contexts:
 	mthca_icm_table_put(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
 	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
 	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
@@ -383,7 +448,8 @@ static void qp_free_resources(struct mthca_dev *dev, struct mthca_qp *qp)
  * mthca_dp_create_qp() - create a queue pair
  * @ibpd: the protection domain
  * @init: what is asked for; @init->cap is updated to what was allocated
- * @udata: user data; user QPs are not supported yet
+ * @udata: a user QP's struct mthca_create_qp (buffer lkey, doorbell
+ *	records), else NULL; the PD is then a user PD
  *
  * Return: the QP, or an ERR_PTR.
  */
@@ -393,12 +459,17 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 {
 	struct mthca_dev *dev = to_mdev(ibpd->device);
 	struct xarray *xa = &dev->qp_table.objs;
+	struct mthca_ucontext *uctx = NULL;
 	struct mthca_qp *qp;
 	u32 qpn;
 	int err;
 
-	if (udata)
-		return ERR_PTR(-EOPNOTSUPP);
+	if (udata) {
+		if (!ibpd->uobject || init->qp_type == IB_QPT_SMI ||
+		    init->qp_type == IB_QPT_GSI)
+			return ERR_PTR(-EINVAL);
+		uctx = to_mucontext(ibpd->uobject->context);
+	}
 	if (!init->send_cq || !init->recv_cq)
 		return ERR_PTR(-EINVAL);
 
@@ -431,7 +502,7 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 		goto err_free;
 	}
 
-	err = qp_size_queues(dev, qp, &init->cap, !!init->srq);
+	err = qp_size_queues(dev, qp, &init->cap, !!init->srq, !!uctx);
 	if (err)
 		goto err_free;
 
@@ -459,7 +530,10 @@ static struct ib_qp *mthca_dp_create_qp(struct ib_pd *ibpd,
 	}
 	qp->qpn = qpn;
 
-	err = qp_alloc_resources(dev, qp, to_mpd(ibpd));
+	if (uctx)
+		err = qp_alloc_user(dev, qp, uctx, udata);
+	else
+		err = qp_alloc_resources(dev, qp, to_mpd(ibpd));
 	if (err)
 		goto err_num;
 
@@ -731,10 +805,12 @@ static int qp_fill_context(struct mthca_dev *dev, struct mthca_qp *qp,
 	qf_put(w, 0, QPC_SQ_STRIDE, qp->sq.wqe_shift - 4);
 	if (ibqp->qp_type == IB_QPT_RC &&
 	    cur == IB_QPS_INIT && next == IB_QPS_RTR) {
-		qf_put(w, 0, QPC_SCHED, 1);	/* the kernel's queue */
+		/* the kernel's queue, or the one of user QPs */
+		qf_put(w, 0, QPC_SCHED, qp->uctx ? 2 : 1);
 		opt |= MTHCA_OPT_SCHED_QUEUE;
 	}
-	qf_put(w, 0, QPC_UAR, dev->driver_uar.index);
+	qf_put(w, 0, QPC_UAR, qp->uctx ? qp->uctx->uar.index :
+	       dev->driver_uar.index);
 	qf_put(w, 0, QPC_LOCAL_QPN, qp->qpn);
 	if (qp->kind == MTHCA_SQ_MLX)
 		qf_put(w, QPC_PRI, QPP_PORT, qp->port);
@@ -919,7 +995,8 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 			qp_port_close_ib(dev, qp->port);
 	}
 
-	if (next == IB_QPS_RESET) {
+	/* A user QP's rings are the process's to reset (libmthca does). */
+	if (next == IB_QPS_RESET && !qp->uctx) {
 		/* Forget whatever the QP had posted and completed. */
 		mthca_dp_cq_clean(to_mcq(ibqp->recv_cq), qp->qpn,
 				  ibqp->srq ? to_msrq(ibqp->srq) : NULL);

@@ -13,6 +13,8 @@
 #include <linux/log2.h>
 #include <linux/sched.h>
 
+#include <rdma/mthca-abi.h>
+
 #include "mthca_dev.h"
 #include "mthca_wqe.h"
 
@@ -94,7 +96,8 @@ void mthca_dp_srq_free_wqe(struct mthca_srq *srq, u32 wqe_offset)
  * mthca_dp_create_srq() - create a shared receive queue
  * @ibpd: the protection domain
  * @init: what is asked for; @init->attr is updated to what was allocated
- * @udata: user data; user SRQs are not supported yet
+ * @udata: a user SRQ's struct mthca_create_srq (ring lkey, doorbell record)
+ *	in, its struct mthca_create_srq_resp (the SRQ number) out; else NULL
  *
  * Return: the SRQ, or an ERR_PTR.
  */
@@ -109,12 +112,22 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	struct mthca_data_seg *d;
 	struct mthca_mailbox *box;
 	struct mthca_srq_ctx *ctx;
+	struct mthca_create_srq_resp uresp = {};
+	struct mthca_ucontext *uctx = NULL;
+	struct mthca_create_srq ucmd;
 	struct mthca_srq *srq;
-	u32 srqn;
+	u32 srqn, uar = dev->driver_uar.index;
 	int i, err;
 
-	if (udata)
-		return ERR_PTR(-EOPNOTSUPP);
+	if (udata) {
+		if (!ibpd->uobject)
+			return ERR_PTR(-EINVAL);
+		uctx = to_mucontext(ibpd->uobject->context);
+		err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
+		if (err)
+			return ERR_PTR(err);
+		uar = uctx->uar.index;
+	}
 	if (!dev->limits.num_srqs)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!attr->max_wr || attr->max_wr > dev->limits.max_srq_wqes ||
@@ -138,6 +151,23 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	if (err)
 		goto err_free;
 	srq->srqn = srqn;
+
+	if (uctx) {
+		/*
+		 * libmthca keeps the ring (an MR of its own at IOVA 0), the
+		 * free list and the doorbell record: the kernel only maps
+		 * the record's page and names the lkey.
+		 */
+		err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
+					ucmd.db_index, ucmd.db_page, NULL);
+		if (err)
+			goto err_num;
+		srq->db_index = ucmd.db_index;
+		srq->buf.lkey = ucmd.lkey;
+		srq->uctx = uctx;
+		goto context;
+	}
+
 	srq->db_index = mthca_db_alloc(dev, MTHCA_DB_SRQ, srqn, &srq->db);
 	if (srq->db_index < 0) {
 		err = -ENOMEM;
@@ -170,6 +200,7 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	srq->first_free = 0;
 	srq->last_free = srq->max - 1;
 
+context:
 	box = mthca_mailbox_alloc(dev, GFP_KERNEL);
 	if (IS_ERR(box)) {
 		err = PTR_ERR(box);
@@ -180,8 +211,7 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	ctx->state_logsize_srqn = cpu_to_be32(ilog2(srq->max) << 24 | srqn);
 	ctx->lkey = cpu_to_be32(srq->buf.lkey);
 	ctx->db_index = cpu_to_be32(srq->db_index);
-	ctx->logstride_uar = cpu_to_be32((srq->wqe_shift - 4) << 29 |
-					 dev->driver_uar.index);
+	ctx->logstride_uar = cpu_to_be32((srq->wqe_shift - 4) << 29 | uar);
 	ctx->eq_pd = cpu_to_be32(mthca_async_eqn(dev) << 24 | to_mpd(ibpd)->pdn);
 	err = mthca_SW2HW_SRQ(dev, box, srqn);
 	mthca_mailbox_free(dev, box);
@@ -193,6 +223,13 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 
 	if (attr->srq_limit) {
 		err = mthca_ARM_SRQ(dev, srqn, attr->srq_limit);
+		if (err)
+			goto err_hw;
+	}
+
+	if (udata) {
+		uresp.srqn = srqn;
+		err = ib_copy_to_udata(udata, &uresp, sizeof(uresp));
 		if (err)
 			goto err_hw;
 	}
@@ -209,6 +246,11 @@ err_hw:
 		mthca_mailbox_free(dev, box);
 	}
 err_buf:
+	if (uctx) {
+		mthca_unmap_user_db(dev, &uctx->uar, uctx->db_tab,
+				    srq->db_index);
+		goto err_num;
+	}
 	mthca_dp_buf_free(dev, &srq->buf);
 err_wrid:
 	kfree(srq->wrid);
@@ -306,9 +348,15 @@ int mthca_dp_destroy_srq(struct ib_srq *ibsrq)
 	xa_store_irq(&dev->srq_table.objs, srq->srqn, NULL, GFP_KERNEL);
 	mthca_dp_life_end(&srq->life);
 
+	if (srq->uctx) {
+		mthca_unmap_user_db(dev, &srq->uctx->uar, srq->uctx->db_tab,
+				    srq->db_index);
+		goto number;
+	}
 	mthca_dp_buf_free(dev, &srq->buf);
 	kfree(srq->wrid);
 	mthca_db_free(dev, MTHCA_DB_SRQ, srq->db_index);
+number:
 	mthca_dp_number_put(dev, &dev->srq_table.objs, dev->icm_srqc,
 			    srq->srqn);
 	kfree(srq);
