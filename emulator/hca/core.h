@@ -231,6 +231,11 @@ public:
     const Mpt* find_mpt(uint32_t index) const;
     const Srq* find_srq(uint32_t srqn) const;
     std::span<const Port> ports() const { return {ports_.data(), num_ports_}; }
+    // Port `port`'s trap counters (1-based; zeros past num_ports).
+    TrapCounters trap_counters(unsigned port) const
+    {
+        return port >= 1 && port <= num_ports_ ? trap_counters_[port - 1] : TrapCounters{};
+    }
     uint64_t intx_cause() const { return events_.intx_cause(); }
     bool intx_level() const { return events_.intx_level(); }
     const DoorbellStats& doorbells() const { return db_; }
@@ -392,12 +397,14 @@ private:
     // Traps (traps.cc).
     static uint64_t trap_interval_ns(const Port& p);
     void raise_trap(unsigned port, TrapKind kind, std::span<const uint8_t> notice);
-    void trap_deliver(unsigned port, const TrapSlot& t);
+    void trap_deliver(unsigned port, TrapKind kind, const TrapSlot& t);
     void trap_repress(unsigned port, uint64_t tid);
     uint64_t trap_poll(uint64_t now_ns);
     void trap_key_violation(unsigned port, TrapKind kind, const RxCtx& rx, uint32_t key, uint32_t src_qp);
     uint64_t trap_tid_ = 0x4d54000000000000ull;
     std::array<uint8_t, 256> trap_mad_{};
+    // By port; not cleared by power_on (the slots in Port are).
+    std::array<TrapCounters, 2> trap_counters_{};
     uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
 
     std::array<Wire*, 2> wires_{};
