@@ -116,6 +116,9 @@ struct DoorbellStats {
     uint64_t wrong_uar = 0;
     // RC go-back-N restarts (NAK, ACK timeout, RNR wait ended).
     uint64_t retransmits = 0;
+    // RC requester: times a SEND or RDMA WRITE with immediate was held
+    // back for want of end-to-end credits (IBA 9.7.7.2).
+    uint64_t credit_waits = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -392,6 +395,9 @@ private:
     void rq_complete(Qp& q, uint32_t wqe_off, uint32_t byte_cnt, uint8_t bth_op, uint32_t imm_or_pkey,
                      const RxCtx& rx, bool solicited);
     void rc_ack_upto(Qp& q, uint32_t psn, bool data_ok);
+    // End-to-end credits of the RC requester (qp_completer.cc).
+    bool rc_take_credits(Qp& q, const RxCtx& rx);
+    void rc_response(unsigned port, RxCtx& rx, Qp& q);
     bool pkey_ok(const Port& pt, uint16_t pkey, const Qp& q, uint8_t* index);
 
     // Traps (traps.cc).

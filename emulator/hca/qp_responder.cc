@@ -759,9 +759,6 @@ uint8_t Core::aeth_credits(Qp& q)
     // End-to-end credits (IBA 9.7.7.2): the receive WQEs the responder has
     // for new SENDs, as the largest code of the AETH credit encoding not
     // above that count. A QP on an SRQ advertises none (code 31, invalid).
-    static constexpr uint16_t kCreditCount[31] = {0,    1,    2,    3,    4,     6,     8,     12,    16,   24,   32,
-                                                  48,   64,   96,   128,  192,   256,   384,   512,   768,  1024, 1536,
-                                                  2048, 3072, 4096, 6144, 8192,  12288, 16384, 24576, 32768};
     if (q.a.srq)
         return iba::kAethCreditsInvalid;
     uint32_t head = 0;
@@ -769,7 +766,7 @@ uint8_t Core::aeth_credits(Qp& q)
         return 0;
     uint32_t avail = std::min((head - q.r.rq_tail) & 0xffff, 1u << q.a.rq_log_size);
     uint8_t code = 0;
-    while (code + 1 < 31 && kCreditCount[code + 1] <= avail)
+    while (code + 1 < 31 && iba::kAethCreditCount[code + 1] <= avail)
         ++code;
     return code;
 }
