@@ -339,6 +339,7 @@ private:
     // `payload` bytes on route `rt` (IBA 7.9). A QP told no stops sending
     // and resumes from poll() once port_tx_ready() says credits came back.
     bool tx_room(const Route& rt, uint32_t payload);
+    bool ud_tx_room(Qp& q, WqeView& w);
     void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
     // Unicast DLID addressed to this port (LID 0 is never anyone's).
     static bool is_own_lid(const Port& pt, uint16_t dlid)
@@ -369,6 +370,7 @@ private:
     // responder's real credit count (aeth_credits).
     void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
     uint8_t aeth_credits(Qp& q);
+    bool resp_tx_room(Qp& q, const RespEntry& x);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
     // The RC responder's owed responses (qp_responder.cc).
     bool respond(Qp& q, const RespEntry& x);

@@ -240,6 +240,14 @@ void Core::sq_progress(Qp& q)
                 break;
             }
             w.op = r.sq_next_op;
+            if (q.service == uint8_t(QpService::Ud) && !ud_tx_room(q, w)) {
+                // No link credits for the datagram (IBA 7.9): the WQE
+                // stays next, poll() goes on after tx_ready. (UD sends
+                // used to go regardless, queued past a full VL's credits:
+                // over_credit.)
+                r.sq_blocked = true;
+                break;
+            }
             // Advance the chain before executing: execution may re-enter.
             r.sq_pending--;
             if (r.sq_pending) {
@@ -395,6 +403,26 @@ bool Core::gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, u
         off = 0;
     }
     return g.ok && n == 0;
+}
+
+// Link credits for the UD send WQE w (fetched, not yet executed): its
+// address vector names the port, DLID and SL; the payload is at most the
+// path MTU. A WQE the send would refuse anyway is let through to fail
+// there.
+bool Core::ud_tx_room(Qp& q, WqeView& w)
+{
+    unsigned o = 0;
+    if (!parse_segments(w, q.service, false, &o) || !w.av)
+        return true;
+    const uint8_t* av = w.av;
+    Route rt;
+    rt.port = av[0];
+    if (rt.port < 1 || rt.port > num_ports_)
+        rt.port = q.port ? q.port : 1;
+    rt.dlid = be16(av + 6);
+    rt.sl = uint8_t(be32(av + 12) >> 28);
+    rt.grh = av[5] & 0x80;
+    return tx_room(rt, q.a.mtu);
 }
 
 uint8_t Core::sq_execute(Qp& q, WqeView& w)
