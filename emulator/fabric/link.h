@@ -94,7 +94,11 @@ struct LinkCounters {
     uint64_t dropped_loop = 0;
     uint64_t dropped_storm = 0;   // over kMaxSyncDeliveries in one transmit
     uint64_t credit_waits = 0;    // ready() said no (back-pressure on the sender)
-    uint64_t over_credit = 0;     // queued past the VL's credits (a sender that did not ask)
+    // Queued into a VL whose receive buffer had no room for the packet: a
+    // sender that did not ask ready() (a switch's multicast fan-out, an
+    // HCA's MLX MADs or its NAK when its response queue is full; see
+    // fabric/README.md "Links").
+    uint64_t over_credit = 0;
     uint64_t refused = 0;         // the receiver could not take the head packet yet
     // Every packet lost on this direction, whatever the reason.
     uint64_t dropped() const

@@ -384,6 +384,17 @@ struct QpRun {
     bool rnr_wait = false;
     unsigned retries = 0, rnr_retries = 0;
     uint32_t last_acked = 0;  // last PSN acknowledged (for reporting)
+    // End-to-end credits (IBA 9.7.7.2), RC requester: ssn is the sequence
+    // number of the last message started (the responder's MSN counts the
+    // same messages, from 0 at RTR); lsn the last message the responder
+    // has a receive WQE for: the MSN plus the credits of the newest ACK,
+    // moved on by each started message that consumes none (RDMA WRITE,
+    // READ, atomics). An ACK with credits "invalid" (an SRQ responder)
+    // lifts the limit for good. credit_wait: a SEND or WRITE with
+    // immediate waits for credits; an ACK that raises lsn resumes it.
+    uint32_t ssn = 0, lsn = 0;
+    bool credits_unlimited = false;
+    bool credit_wait = false;
     // Receive queue: WQEs consumed so far (16-bit counter like the doorbell record).
     uint32_t rq_tail = 0;
     // Responder.

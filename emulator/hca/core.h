@@ -116,6 +116,9 @@ struct DoorbellStats {
     uint64_t wrong_uar = 0;
     // RC go-back-N restarts (NAK, ACK timeout, RNR wait ended).
     uint64_t retransmits = 0;
+    // RC requester: times a SEND or RDMA WRITE with immediate was held
+    // back for want of end-to-end credits (IBA 9.7.7.2).
+    uint64_t credit_waits = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -231,6 +234,11 @@ public:
     const Mpt* find_mpt(uint32_t index) const;
     const Srq* find_srq(uint32_t srqn) const;
     std::span<const Port> ports() const { return {ports_.data(), num_ports_}; }
+    // Port `port`'s trap counters (1-based; zeros past num_ports).
+    TrapCounters trap_counters(unsigned port) const
+    {
+        return port >= 1 && port <= num_ports_ ? trap_counters_[port - 1] : TrapCounters{};
+    }
     uint64_t intx_cause() const { return events_.intx_cause(); }
     bool intx_level() const { return events_.intx_level(); }
     const DoorbellStats& doorbells() const { return db_; }
@@ -331,6 +339,7 @@ private:
     // `payload` bytes on route `rt` (IBA 7.9). A QP told no stops sending
     // and resumes from poll() once port_tx_ready() says credits came back.
     bool tx_room(const Route& rt, uint32_t payload);
+    bool ud_tx_room(Qp& q, WqeView& w);
     void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
     // Unicast DLID addressed to this port (LID 0 is never anyone's).
     static bool is_own_lid(const Port& pt, uint16_t dlid)
@@ -361,6 +370,7 @@ private:
     // responder's real credit count (aeth_credits).
     void send_ack(unsigned port, Qp& q, uint8_t syndrome, uint32_t psn, uint32_t msn);
     uint8_t aeth_credits(Qp& q);
+    bool resp_tx_room(Qp& q, const RespEntry& x);
     void send_atomic_ack(unsigned port, Qp& q, uint32_t psn, uint64_t orig, uint32_t msn);
     // The RC responder's owed responses (qp_responder.cc).
     bool respond(Qp& q, const RespEntry& x);
@@ -387,17 +397,22 @@ private:
     void rq_complete(Qp& q, uint32_t wqe_off, uint32_t byte_cnt, uint8_t bth_op, uint32_t imm_or_pkey,
                      const RxCtx& rx, bool solicited);
     void rc_ack_upto(Qp& q, uint32_t psn, bool data_ok);
+    // End-to-end credits of the RC requester (qp_completer.cc).
+    bool rc_take_credits(Qp& q, const RxCtx& rx);
+    void rc_response(unsigned port, RxCtx& rx, Qp& q);
     bool pkey_ok(const Port& pt, uint16_t pkey, const Qp& q, uint8_t* index);
 
     // Traps (traps.cc).
     static uint64_t trap_interval_ns(const Port& p);
     void raise_trap(unsigned port, TrapKind kind, std::span<const uint8_t> notice);
-    void trap_deliver(unsigned port, const TrapSlot& t);
+    void trap_deliver(unsigned port, TrapKind kind, const TrapSlot& t);
     void trap_repress(unsigned port, uint64_t tid);
     uint64_t trap_poll(uint64_t now_ns);
     void trap_key_violation(unsigned port, TrapKind kind, const RxCtx& rx, uint32_t key, uint32_t src_qp);
     uint64_t trap_tid_ = 0x4d54000000000000ull;
     std::array<uint8_t, 256> trap_mad_{};
+    // By port; not cleared by power_on (the slots in Port are).
+    std::array<TrapCounters, 2> trap_counters_{};
     uint32_t mgid_hash_of(std::span<const uint8_t, 16> gid) const;
 
     std::array<Wire*, 2> wires_{};

@@ -107,6 +107,98 @@ TEST_F(LinkFlow, SaturatedLinkHoldsTheRequesterBackWithoutLoss)
     EXPECT_EQ(b.core().ports()[0].rcv_errors, 0u);
 }
 
+// WRITE streams both ways at once: each direction is full of one side's
+// requests and carries the other side's ACKs. The ACKs wait for link
+// credits like the requests (they used to be sent regardless, queued past
+// the credits: the over_credit counts of bidirectional runs), and nothing
+// is lost or resent.
+TEST_F(LinkFlow, AcksWaitForLinkCreditsOnASaturatedDirection)
+{
+    // Path MTU 1024: a request packet takes 17 credit blocks, and 16 of
+    // them fill the 272-block buffer to the last block.
+    TCq xcq = a.make_cq(1024), ycq = b.make_cq(1024);
+    TQp x = a.make_qp(QpService::Rc, xcq, xcq, 64, 64);
+    TQp y = b.make_qp(QpService::Rc, ycq, ycq, 64, 64);
+    QpParams px, py;
+    px.dlid = 2, px.remote_qpn = y.qpn;
+    py.dlid = 1, py.remote_qpn = x.qpn;
+    px.mtu = py.mtu = 3;
+    a.to_rts(x, px);
+    b.to_rts(y, py);
+    const unsigned n = 32;
+    uint64_t abuf = a.alloc(kMsg), bbuf = b.alloc(kMsg), adst = a.alloc(kMsg), bdst = b.alloc(kMsg);
+    uint32_t ak = a.reg(abuf, kMsg), bk = b.reg(bbuf, kMsg), adk = a.reg(adst, kMsg), bdk = b.reg(bdst, kMsg);
+    for (unsigned i = 0; i < n; ++i) {
+        a.post_send(x, rdma_wr(wqe::kRdmaWrite, {abuf, kMsg, ak}, bdst, bdk));
+        b.post_send(y, rdma_wr(wqe::kRdmaWrite, {bbuf, kMsg, bk}, adst, adk));
+    }
+    unsigned done_a = 0, done_b = 0;
+    TCqe c;
+    for (int i = 0; i < 8000 && (done_a < n || done_b < n); ++i) {
+        step(1000);
+        while (a.poll(xcq, &c)) {
+            EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+            ++done_a;
+        }
+        while (b.poll(ycq, &c)) {
+            EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+            ++done_b;
+        }
+    }
+    EXPECT_EQ(done_a, n);
+    EXPECT_EQ(done_b, n);
+    const fabric::LinkCounters& ab = link->counters(0);
+    const fabric::LinkCounters& ba = link->counters(1);
+    EXPECT_GT(ab.credit_waits, 0u);
+    EXPECT_GT(ba.credit_waits, 0u);
+    EXPECT_EQ(ab.over_credit, 0u);
+    EXPECT_EQ(ba.over_credit, 0u);
+    EXPECT_EQ(ab.dropped() + ba.dropped(), 0u);
+    EXPECT_EQ(a.core().doorbells().retransmits + b.core().doorbells().retransmits, 0u);
+}
+
+// A burst of UD datagrams (IPoIB's datagram mode) far faster than the
+// link: the UD send queue waits for link credits too (it used to send
+// regardless, queued past the credits: over_credit), and every datagram
+// arrives.
+TEST_F(LinkFlow, UdSendsWaitForLinkCredits)
+{
+    TCq xcq = a.make_cq(256), ycq = b.make_cq(256);
+    TQp x = a.make_qp(QpService::Ud, xcq, xcq, 64, 64);
+    TQp y = b.make_qp(QpService::Ud, ycq, ycq, 64, 64);
+    QpParams p;
+    p.qkey = 0x11112222;
+    a.to_rts(x, p);
+    b.to_rts(y, p);
+    const unsigned n = 48;
+    uint64_t sbuf = a.alloc(2048), rbuf = b.alloc(uint64_t(n) * 4096);
+    uint32_t sk = a.reg(sbuf, 2048), rk = b.reg(rbuf, uint64_t(n) * 4096);
+    for (unsigned i = 0; i < n; ++i)
+        b.post_recv(y, {{rbuf + uint64_t(i) * 4096, 2048 + 40, rk}});
+    Node::SendWr wr;
+    wr.sges = {{sbuf, 2048, sk}};
+    wr.dlid = 2;
+    wr.dqpn = y.qpn;
+    wr.qkey = p.qkey;
+    for (unsigned i = 0; i < n; ++i)
+        a.post_send(x, wr);
+    unsigned got = 0;
+    TCqe c;
+    for (int i = 0; i < 2000 && got < n; ++i) {
+        step(1000);
+        while (b.poll(ycq, &c)) {
+            EXPECT_FALSE(c.error);
+            ++got;
+        }
+    }
+    EXPECT_EQ(got, n);
+    EXPECT_EQ(a.drain(xcq).size(), n);
+    const fabric::LinkCounters& ab = link->counters(0);
+    EXPECT_GT(ab.credit_waits, 0u);
+    EXPECT_EQ(ab.over_credit, 0u);
+    EXPECT_EQ(ab.dropped(), 0u);
+}
+
 // A stream of one kind of RDMA work request kept `depth` deep on one QP.
 struct Stream {
     Node* node;

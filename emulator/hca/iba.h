@@ -42,6 +42,14 @@ inline constexpr uint8_t kSendFirst = 0x00, kSendMiddle = 0x01, kSendLast = 0x02
 // AETH syndrome (IBA 9.7.5.2.6): bits 6:5 select ACK / RNR NAK / NAK.
 inline constexpr uint8_t kAethAck = 0x00, kAethRnr = 0x20, kAethNak = 0x60;
 inline constexpr uint8_t kAethCreditsInvalid = 0x1f;
+
+// The receive WQEs an AETH credit code (0..30) stands for (IBA 9.7.7.2's
+// encoding: exact to 4, then two steps per power of two up to 32768).
+// Code 31 is "invalid": the responder does not count (an SRQ).
+inline constexpr uint16_t kAethCreditCount[31] = {0,    1,     2,     3,     4,     6,    8,    12,
+                                                  16,   24,    32,    48,    64,    96,   128,  192,
+                                                  256,  384,   512,   768,   1024,  1536, 2048, 3072,
+                                                  4096, 6144,  8192,  12288, 16384, 24576, 32768};
 inline constexpr uint8_t kNakPsnSeq = 0, kNakInvalidReq = 1, kNakRemoteAccess = 2, kNakRemoteOp = 3;
 
 // PSN arithmetic in the 24-bit space.

@@ -29,6 +29,28 @@ struct MthcaConfig {
     uint64_t max_model_bytes = uint64_t(256) << 20;
 };
 
+// What the firmware did with the traps of one port (emulator/hca/traps.cc),
+// counted since the model was made (a device reset does not clear them):
+// the operator's and the VM tests' view (`show traps` on the control
+// socket), where the log may lag.
+struct TrapCounters {
+    static constexpr unsigned kKinds = 4;
+    // The trap numbers, in the order of `sent`.
+    static constexpr uint16_t kNumbers[kKinds] = {144, 256, 257, 258};
+    uint64_t sent[kKinds] = {};  // placed on QP0 for the SM, resends included
+    uint64_t repressed = 0;      // ended by the SM's TrapRepress (its TID)
+    uint64_t given_up = 0;       // ended unrepressed after the last resend
+    uint64_t held = 0;           // a send (or resend) skipped: no SM had configured the port
+
+    uint64_t sent_total() const
+    {
+        uint64_t n = 0;
+        for (uint64_t x : sent)
+            n += x;
+        return n;
+    }
+};
+
 // The HCA's IB ports as the fabric sees them. Every PciFunction that
 // make_mthca returns implements this too; mthca_ports() finds it.
 class MthcaPorts {
@@ -46,6 +68,12 @@ public:
     // RC go-back-N restarts since power-on (NAK, ACK timeout, RNR wait):
     // the transport retries the server's control channel reports.
     virtual uint64_t retransmits() const { return 0; }
+    // The trap counters of port `port` (1-based; zeros past num_ports).
+    virtual TrapCounters trap_counters(unsigned port) const
+    {
+        (void)port;
+        return {};
+    }
 };
 
 // The ports of an HCA made by make_mthca (nullptr for anything else).

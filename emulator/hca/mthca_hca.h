@@ -37,6 +37,7 @@ public:
     void attach(unsigned port, Wire* wire) override { core_.attach_port(port, wire); }
     void raise_catas(uint32_t syndrome) override { core_.raise_catas(syndrome); }
     uint64_t retransmits() const override { return core_.doorbells().retransmits; }
+    TrapCounters trap_counters(unsigned port) const override { return core_.trap_counters(port); }
 
     Core& core() { return core_; }
     const ConfigSpace& config() const { return cfgspace_; }

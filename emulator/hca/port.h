@@ -107,7 +107,6 @@ struct Port {
     uint64_t rcv_errors = 0, xmit_discards = 0, vl15_dropped = 0;
     uint16_t mtu_active = 2048;  // what the link negotiated
     std::array<TrapSlot, kNumTrapKinds> traps{};
-    uint64_t traps_sent = 0, traps_repressed = 0;
     std::array<uint16_t, kPkeyTableLen> pkeys{};
     // SLtoVLMappingTable (IBA 14.2.5.8; zeros: every SL on VL0, the
     // default), VLArbitrationTable blocks 1-4 (14.2.5.9; the first

@@ -81,7 +81,48 @@ void Core::rc_ack_upto(Qp& q, uint32_t psn, bool data_ok)
         sq_progress(q);
 }
 
+// End-to-end credits (IBA 9.7.7.2): an ACK, an atomic ACK or a READ
+// response whose AETH syndrome is ACK carries the responder's MSN and its
+// credit code. The requester's limit (lsn) becomes MSN + credits when that
+// is beyond the limit it has (an older ACK arriving late never lowers it);
+// code 31 means the responder does not count (an SRQ): no limit from then
+// on. True when the limit moved while a message waited for credits.
+bool Core::rc_take_credits(Qp& q, const RxCtx& rx)
+{
+    using namespace iba::opc;
+    QpRun& r = q.r;
+    uint8_t o = rx.opcode & 0x1f;
+    bool has_aeth = o == kAck || o == kAtomicAck || o == kReadRespFirst || o == kReadRespLast || o == kReadRespOnly;
+    if (!has_aeth || rx.ext_len < iba::kAethLen || r.credits_unlimited)
+        return false;
+    if (q.state != QpState::Rts && q.state != QpState::Sqd && q.state != QpState::Sqe)
+        return false;
+    uint32_t aeth = be32(rx.ext);
+    uint8_t syn = uint8_t(aeth >> 24);
+    if ((syn & 0x60) != iba::kAethAck)
+        return false;  // an RNR NAK's or NAK's low bits are a timer or a code
+    uint8_t code = syn & 0x1f;
+    if (code == iba::kAethCreditsInvalid) {
+        r.credits_unlimited = true;
+        return r.credit_wait;
+    }
+    uint32_t limit = (aeth + iba::kAethCreditCount[code]) & iba::kPsnMask;
+    if (iba::psn_diff(limit, r.lsn) <= 0)
+        return false;
+    r.lsn = limit;
+    return r.credit_wait;
+}
+
 void Core::rx_rc_response(unsigned port, RxCtx& rx, Qp& q)
+{
+    bool more = rc_take_credits(q, rx);
+    rc_response(port, rx, q);
+    // Resume a message held for credits, unless the response itself did.
+    if (more && q.r.credit_wait && q.r.sq_pending && q.state == QpState::Rts)
+        sq_progress(q);
+}
+
+void Core::rc_response(unsigned port, RxCtx& rx, Qp& q)
 {
     (void)port;
     if (q.state != QpState::Rts && q.state != QpState::Sqd && q.state != QpState::Sqe)

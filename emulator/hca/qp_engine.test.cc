@@ -815,7 +815,9 @@ TEST_F(QpEngine, RcRnrWithSeveralMessagesInFlight)
         wr.sges = {{sbuf + i * 1000, 1000, sk}};
         a.post_send(qa, wr);
     }
-    link.pump();  // RNR NAK for the first, PSN sequence NAK for the next
+    // Only the first goes (a QP starts without end-to-end credits: it is
+    // the probe, credits.test.cc), and gets an RNR NAK.
+    link.pump();
     for (uint32_t i = 0; i < 3; ++i)
         b.post_recv(qb, {{rbuf + i * 1024, 1024, rk}});
     pump_time(100'000, 10'000);
@@ -2274,9 +2276,15 @@ TEST_F(FirmwareTraps, BadMkeyTrapThroughQp0UntilRepressed)
     EXPECT_EQ(get64(std::span<const uint8_t>(a.mem().at(r1) + 40, 256), 8), tid);
     // TrapRepress (with the M_Key, as the SM echoes it): no more resends.
     EXPECT_EQ(smp(a, mad::kMethodTrapRepress, smp::kAttrNotice, 0x1234, kWithWc, 2, tid), Status::Ok);
-    EXPECT_EQ(a.core().ports()[0].traps_repressed, 1u);
+    TrapCounters tc = a.core().trap_counters(1);
+    EXPECT_EQ(tc.sent[1], 2u);  // trap 256: the first send and one resend
+    EXPECT_EQ(tc.sent_total(), 2u);
+    EXPECT_EQ(tc.repressed, 1u);
+    EXPECT_EQ(tc.given_up, 0u);
+    EXPECT_EQ(tc.held, 0u);
     a.core().poll(10 * kSec);
     EXPECT_TRUE(a.drain(acq).empty());
+    EXPECT_EQ(a.core().trap_counters(1).sent_total(), 2u);
     // A TrapRepress without the key is itself an M_Key violation.
     EXPECT_EQ(smp(a, mad::kMethodTrapRepress, smp::kAttrNotice, 0, kWithWc, 2, tid), Status::BadPkt);
     ASSERT_EQ(a.drain(acq).size(), 1u);
@@ -2309,7 +2317,17 @@ TEST_F(FirmwareTraps, ResendsAreBoundedAndFollowSubnetTimeout)
             recv_mad(a, true);
     }
     EXPECT_EQ(sent, 1u + kTrapMaxResends);
-    EXPECT_EQ(a.core().ports()[0].traps_sent, 1u + kTrapMaxResends);
+    TrapCounters tc = a.core().trap_counters(1);
+    EXPECT_EQ(tc.sent[1], 1u + kTrapMaxResends);
+    EXPECT_EQ(tc.sent_total(), 1u + kTrapMaxResends);
+    EXPECT_EQ(tc.repressed, 0u);
+    EXPECT_EQ(tc.given_up, 1u);
+    // Counted since the model was made: a device reset keeps them.
+    a.d.hca().reset();
+    tc = a.core().trap_counters(1);
+    EXPECT_EQ(tc.sent[1], 1u + kTrapMaxResends);
+    EXPECT_EQ(tc.given_up, 1u);
+    EXPECT_EQ(a.core().trap_counters(2).sent_total(), 0u);  // no such port
 }
 
 TEST_F(FirmwareTraps, NoTrapBeforeAnSmConfiguredThePort)
@@ -2320,6 +2338,8 @@ TEST_F(FirmwareTraps, NoTrapBeforeAnSmConfiguredThePort)
     EXPECT_EQ(smp(a, mad::kMethodGet, mad::kAttrNodeInfo, 0, kWithWc), Status::BadPkt);
     EXPECT_TRUE(a.drain(acq).empty());
     EXPECT_EQ(violations(a), 1);
+    EXPECT_EQ(a.core().trap_counters(1).held, 1u);
+    EXPECT_EQ(a.core().trap_counters(1).sent_total(), 0u);
     // Checked without a work completion (no ignore bit; ib_mthca never
     // does that): dropped and counted, but with nobody to report to.
     configure(a, 2, 0x1234, 2, 0);
@@ -2350,7 +2370,9 @@ TEST_F(FirmwareTraps, CapabilityMaskChangeSendsTrap144)
     // Without IsCapabilityMaskNoticeSupported: silent.
     configure(a, 2, 0, 0, 0);
     ASSERT_EQ(set_ib(0x8), Status::Ok);
-    EXPECT_EQ(a.core().ports()[0].traps_sent, 1u);
+    TrapCounters tc = a.core().trap_counters(1);
+    EXPECT_EQ(tc.sent[0], 1u);  // 144
+    EXPECT_EQ(tc.sent_total(), 1u);
 }
 
 // A Q_Key violation on QP1 (counted in PortInfo) also raises trap 258.
@@ -2382,6 +2404,8 @@ TEST_F(FirmwareTraps, QkeyViolationSendsTrap258)
     EXPECT_EQ(get32(n, 20) & 0xffffff, 1u);
     EXPECT_EQ(get32(n, 24) & 0xffffff, 1u);
     EXPECT_EQ(b.core().ports()[0].qkey_violations, 1);
+    EXPECT_EQ(b.core().trap_counters(1).sent[3], 1u);  // 258
+    EXPECT_EQ(b.core().trap_counters(1).sent_total(), 1u);
 }
 
 }  // namespace

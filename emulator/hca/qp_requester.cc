@@ -149,6 +149,30 @@ bool is_read_or_atomic_wqe(uint8_t op)
     return op == wqe::kRdmaRead || op == wqe::kAtomicCs || op == wqe::kAtomicFa;
 }
 
+// A message that takes a receive WQE at the responder, the messages
+// end-to-end credits count (IBA 9.7.7.2).
+bool consumes_rwqe(uint8_t op)
+{
+    return op == wqe::kSend || op == wqe::kSendImm || op == wqe::kRdmaWriteImm;
+}
+
+// May the RC requester start its next message, a SEND or RDMA WRITE with
+// immediate, now (IBA 9.7.7.2, end-to-end flow control)? Within the
+// credits the responder advertised: its sequence number is not beyond the
+// limit (MSN + credits of the newest ACK). Beyond them only as the one
+// message a requester without credits may send to learn whether receive
+// WQEs were posted since: when nothing else is unacknowledged. The
+// responder answers it with an ACK carrying its credits, or with an RNR
+// NAK, retried as any RNR NAK is.
+bool credits_allow(const QpRun& r)
+{
+    if (r.credits_unlimited)
+        return true;
+    if (iba::psn_diff((r.ssn + 1) & iba::kPsnMask, r.lsn) <= 0)
+        return true;
+    return r.out_head == r.out_tail;
+}
+
 unsigned rd_atomic_in_flight(const QpRun& r)
 {
     unsigned n = 0;
@@ -193,6 +217,18 @@ void Core::sq_progress(Qp& q)
                 break;
             if (rc && is_read_or_atomic_wqe(r.sq_next_op) && rd_atomic_in_flight(r) >= (1u << q.a.sra_max))
                 break;  // the initiator depth (max_rd_atomic): resumed by the responses
+            if (rc && consumes_rwqe(r.sq_next_op)) {
+                if (!credits_allow(r)) {
+                    // No end-to-end credits: resumed by the ACK that brings
+                    // some (rx_rc_response) or acknowledges the rest (the
+                    // probe).
+                    if (!r.credit_wait)
+                        ++db_.credit_waits;
+                    r.credit_wait = true;
+                    break;
+                }
+                r.credit_wait = false;
+            }
             WqeView w;
             uint32_t off = r.sq_next_wqe;
             if (!sq_fetch(q, off, r.sq_next_size, w)) {
@@ -204,6 +240,14 @@ void Core::sq_progress(Qp& q)
                 break;
             }
             w.op = r.sq_next_op;
+            if (q.service == uint8_t(QpService::Ud) && !ud_tx_room(q, w)) {
+                // No link credits for the datagram (IBA 7.9): the WQE
+                // stays next, poll() goes on after tx_ready. (UD sends
+                // used to go regardless, queued past a full VL's credits:
+                // over_credit.)
+                r.sq_blocked = true;
+                break;
+            }
             // Advance the chain before executing: execution may re-enter.
             r.sq_pending--;
             if (r.sq_pending) {
@@ -361,6 +405,26 @@ bool Core::gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, u
     return g.ok && n == 0;
 }
 
+// Link credits for the UD send WQE w (fetched, not yet executed): its
+// address vector names the port, DLID and SL; the payload is at most the
+// path MTU. A WQE the send would refuse anyway is let through to fail
+// there.
+bool Core::ud_tx_room(Qp& q, WqeView& w)
+{
+    unsigned o = 0;
+    if (!parse_segments(w, q.service, false, &o) || !w.av)
+        return true;
+    const uint8_t* av = w.av;
+    Route rt;
+    rt.port = av[0];
+    if (rt.port < 1 || rt.port > num_ports_)
+        rt.port = q.port ? q.port : 1;
+    rt.dlid = be16(av + 6);
+    rt.sl = uint8_t(be32(av + 12) >> 28);
+    rt.grh = av[5] & 0x80;
+    return tx_room(rt, q.a.mtu);
+}
+
 uint8_t Core::sq_execute(Qp& q, WqeView& w)
 {
     bool mlx = q.service == uint8_t(QpService::Mlx);
@@ -488,6 +552,13 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
     e.len = uint32_t(w.len);
     r.npsn = (r.npsn + npkts) & iba::kPsnMask;
     ++r.out_head;
+    if (q.service == uint8_t(QpService::Rc)) {
+        // One more message in the responder's MSN; one that takes no
+        // receive WQE moves the credit limit along with it.
+        r.ssn = (r.ssn + 1) & iba::kPsnMask;
+        if (!consumes_rwqe(w.op) && !r.credits_unlimited)
+            r.lsn = (r.lsn + 1) & iba::kPsnMask;
+    }
     sq_pump(q, &w);
     return 0;
 }

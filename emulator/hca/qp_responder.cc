@@ -759,9 +759,6 @@ uint8_t Core::aeth_credits(Qp& q)
     // End-to-end credits (IBA 9.7.7.2): the receive WQEs the responder has
     // for new SENDs, as the largest code of the AETH credit encoding not
     // above that count. A QP on an SRQ advertises none (code 31, invalid).
-    static constexpr uint16_t kCreditCount[31] = {0,    1,    2,    3,    4,     6,     8,     12,    16,   24,   32,
-                                                  48,   64,   96,   128,  192,   256,   384,   512,   768,  1024, 1536,
-                                                  2048, 3072, 4096, 6144, 8192,  12288, 16384, 24576, 32768};
     if (q.a.srq)
         return iba::kAethCreditsInvalid;
     uint32_t head = 0;
@@ -769,7 +766,7 @@ uint8_t Core::aeth_credits(Qp& q)
         return 0;
     uint32_t avail = std::min((head - q.r.rq_tail) & 0xffff, 1u << q.a.rq_log_size);
     uint8_t code = 0;
-    while (code + 1 < 31 && kCreditCount[code + 1] <= avail)
+    while (code + 1 < 31 && iba::kAethCreditCount[code + 1] <= avail)
         ++code;
     return code;
 }
@@ -817,14 +814,16 @@ uint32_t Core::resp_rd_atomic(const QpRun& r) const
     return n;
 }
 
-// Owe response x. With nothing owed before it, an ACK or atomic ACK goes
-// at once; anything else (and everything behind a READ still being sent)
-// is queued and sent in order by resp_progress. False if there is no room
-// (the request is then dropped, as if lost: the requester retries).
+// Owe response x. With nothing owed before it and link credits for it, an
+// ACK or atomic ACK goes at once; anything else (and everything behind a
+// READ still being sent, or behind an ACK waiting for credits) is queued
+// and sent in order by resp_progress. False if there is no room (the
+// request is then dropped, as if lost: the requester retries).
 bool Core::respond(Qp& q, const RespEntry& x)
 {
     QpRun& r = q.r;
-    if (r.resp_head == r.resp_tail && x.kind != RespEntry::Read && x.kind != RespEntry::Nak) {
+    if (r.resp_head == r.resp_tail && x.kind != RespEntry::Read && x.kind != RespEntry::Nak &&
+        resp_tx_room(q, x)) {
         if (x.kind == RespEntry::Atomic)
             send_atomic_ack(x.port, q, x.psn, x.orig, x.msn);
         else
@@ -865,6 +864,17 @@ bool Core::respond(Qp& q, const RespEntry& x)
     return true;
 }
 
+// Link credits for an ACK, NAK or atomic ACK (IBA 7.9): like every packet
+// on a data VL, it waits for them. (It used to be sent regardless, queued
+// past the credits of a full VL: the over_credit counts of bidirectional
+// RC traffic.)
+bool Core::resp_tx_room(Qp& q, const RespEntry& x)
+{
+    Route rt = route_of(q);
+    rt.port = x.port;
+    return tx_room(rt, x.kind == RespEntry::Atomic ? iba::kAtomicAckLen : 0);
+}
+
 // Send owed responses in order, at most kSqBudget packets; a READ response
 // longer than that goes on from poll().
 void Core::resp_progress(Qp& q)
@@ -884,6 +894,10 @@ void Core::resp_progress(Qp& q)
             break;
         }
         RespEntry& x = r.resp[r.resp_tail % r.resp.size()];
+        if (x.kind != RespEntry::Read && !resp_tx_room(q, x)) {
+            r.resp_blocked = true;  // no link credits: held back until tx_ready
+            break;
+        }
         if (x.kind == RespEntry::Ack) {
             ++r.resp_tail;
             --budget;

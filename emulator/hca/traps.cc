@@ -26,9 +26,11 @@ namespace ibemu::mthca {
 
 using namespace qpe;
 
-namespace {
-constexpr uint16_t kTrapNumbers[kNumTrapKinds] = {144, 256, 257, 258};
-}  // namespace
+static_assert(TrapCounters::kKinds == kNumTrapKinds);
+static_assert(TrapCounters::kNumbers[unsigned(TrapKind::CapMask)] == 144 &&
+              TrapCounters::kNumbers[unsigned(TrapKind::BadMkey)] == 256 &&
+              TrapCounters::kNumbers[unsigned(TrapKind::BadPkey)] == 257 &&
+              TrapCounters::kNumbers[unsigned(TrapKind::BadQkey)] == 258);
 
 uint64_t Core::trap_interval_ns(const Port& p)
 {
@@ -52,16 +54,18 @@ void Core::raise_trap(unsigned port, TrapKind kind, std::span<const uint8_t> not
     t.resends = 0;
     t.next_ns = now() + trap_interval_ns(p);
     next_deadline_ = std::min(next_deadline_, t.next_ns);
-    trap_deliver(port, t);
+    trap_deliver(port, kind, t);
 }
 
-void Core::trap_deliver(unsigned port, const TrapSlot& t)
+void Core::trap_deliver(unsigned port, TrapKind kind, const TrapSlot& t)
 {
     Port& p = ports_[port - 1];
+    TrapCounters& tc = trap_counters_[port - 1];
     uint16_t number = uint16_t(ib::notice::kTrapNumber.get(t.notice));
     // The driver forwards it to the SM it knows: nothing to do before the
     // SM has configured the port.
     if (!p.lid || !p.sm_lid || p.state != PortState::Active || state_ != FwState::HcaUp) {
+        ++tc.held;
         IBEMU_DEBUG(cfg_.name, "port %u: trap %u held (port not configured by an SM)", port, number);
         return;
     }
@@ -93,7 +97,7 @@ void Core::trap_deliver(unsigned port, const TrapSlot& t)
     pk.seg[0] = {m.data(), uint32_t(m.size())};
     pk.nseg = 1;
     pk.payload_len = uint32_t(m.size());
-    ++p.traps_sent;
+    ++tc.sent[unsigned(kind)];
     IBEMU_INFO(cfg_.name, "port %u: trap %u (TID 0x%llx) to QP0 for the SM at LID %u", port, number,
                (unsigned long long)t.tid, p.sm_lid);
     ++tx_depth_;
@@ -107,7 +111,7 @@ void Core::trap_repress(unsigned port, uint64_t tid)
     for (TrapSlot& t : p.traps) {
         if (t.outstanding && t.tid == tid) {
             t.outstanding = false;
-            ++p.traps_repressed;
+            ++trap_counters_[port - 1].repressed;
             return;
         }
     }
@@ -125,13 +129,14 @@ uint64_t Core::trap_poll(uint64_t now_ns)
             if (t.next_ns <= now_ns) {
                 if (t.resends >= kTrapMaxResends) {
                     IBEMU_INFO(cfg_.name, "port %u: trap %u not repressed after %u resends, given up", n,
-                               kTrapNumbers[k], unsigned(t.resends));
+                               TrapCounters::kNumbers[k], unsigned(t.resends));
                     t.outstanding = false;
+                    ++trap_counters_[n - 1].given_up;
                     continue;
                 }
                 ++t.resends;
                 t.next_ns = now_ns + trap_interval_ns(p);
-                trap_deliver(n, t);
+                trap_deliver(n, TrapKind(k), t);
             }
             next = std::min(next, t.next_ns);
         }

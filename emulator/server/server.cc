@@ -143,6 +143,25 @@ public:
             return "";
         return "retransmits " + std::to_string(ports->retransmits());
     }
+    // The trap counters of each port of the guest's HCA, one line a port
+    // ("<node>:<port> sent 144:N 256:N 257:N 258:N repressed N given_up N
+    // held N"); "" without an HCA.
+    std::string trap_report()
+    {
+        MthcaPorts* ports = fn_ && !dead_ ? mthca_ports(*fn_) : nullptr;
+        if (!ports)
+            return "";
+        std::string out;
+        for (unsigned p = 1; p <= ports->num_ports(); ++p) {
+            TrapCounters t = ports->trap_counters(p);
+            out += (out.empty() ? "" : "\n") + node_ + ":" + std::to_string(p) + " sent";
+            for (unsigned k = 0; k < TrapCounters::kKinds; ++k)
+                out += " " + std::to_string(TrapCounters::kNumbers[k]) + ":" + std::to_string(t.sent[k]);
+            out += " repressed " + std::to_string(t.repressed) + " given_up " + std::to_string(t.given_up) +
+                   " held " + std::to_string(t.held);
+        }
+        return out;
+    }
     uint64_t deadline() const { return deadline_; }
 
     // poll() said readable: take what is there and act on every whole message.
@@ -779,6 +798,11 @@ void Server::port_released(fabric::HcaPort* hp)
 //                               number, decimal or 0x-hex; default 1)
 //   hca <node>                  that HCA's transport counters
 //                               ("ok retransmits N")
+//   show traps [<node>]         the traps each HCA port's firmware sent
+//                               (by trap number, resends included), saw
+//                               repressed, gave up on, or held for want of
+//                               an SM: "ok N ports", then a line a port
+//                               (every connected guest's, or <node>'s)
 std::string Server::control(std::string_view line)
 {
     std::vector<std::string_view> w;
@@ -820,11 +844,33 @@ std::string Server::control(std::string_view line)
             }
         return "error: no guest '" + node + "' is connected";
     }
+    if (w.size() >= 2 && w[0] == "show" && w[1] == "traps") {
+        if (w.size() > 3)
+            return "error: usage: show traps [<node>]";
+        std::string lines;
+        unsigned n = 0;
+        bool found = false;
+        for (auto& c : conns_) {
+            if (!c->running() || (w.size() == 3 && c->node() != w[2]))
+                continue;
+            found = true;
+            std::string r = c->trap_report();
+            if (r.empty())
+                continue;
+            lines += "\n" + r;
+            n += unsigned(std::count(r.begin(), r.end(), '\n')) + 1;
+        }
+        if (w.size() == 3 && !found)
+            return "error: no guest '" + std::string(w[2].substr(0, 64)) + "' is connected";
+        if (w.size() == 3 && !n)
+            return "error: " + std::string(w[2].substr(0, 64)) + " has no HCA";
+        return "ok " + std::to_string(n) + " ports" + lines;
+    }
     if (!fabric_)
         return "error: the emulator runs without a fabric";
     std::string reply = fabric_->control(line);
     if (!w.empty() && w[0] == "help")
-        reply += "\n  catas <node> [<syndrome>]\n  hca <node>";
+        reply += "\n  catas <node> [<syndrome>]\n  hca <node>\n  show traps [<node>]";
     return reply;
 }
 

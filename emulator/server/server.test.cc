@@ -294,6 +294,19 @@ public:
     PortEndpoint& endpoint(unsigned) override { return ep_; }
     void attach(unsigned, Wire* w) override { wire_ = w; }
     void raise_catas(uint32_t) override {}
+    // Distinct numbers in every field, to see each reach `show traps`.
+    TrapCounters trap_counters(unsigned port) const override
+    {
+        TrapCounters t;
+        if (port != 1)
+            return t;
+        for (unsigned k = 0; k < TrapCounters::kKinds; ++k)
+            t.sent[k] = 10 + k;
+        t.repressed = 20;
+        t.given_up = 30;
+        t.held = 40;
+        return t;
+    }
 
 private:
     struct Ep final : PortEndpoint {
@@ -769,6 +782,38 @@ TEST_F(ServerTest, HcaAndDropCountersFromTheControlSocket)
     EXPECT_EQ(control("hca nosuch").rfind("error: no guest 'nosuch'", 0), 0u);
     EXPECT_EQ(control("show drops").rfind("ok drops 0 fault 0 overflow 0", 0), 0u) << control("show drops");
     EXPECT_NE(control("help").find("hca <node>"), std::string::npos);
+}
+
+// `show traps [<node>]`: each HCA port's trap counters, what the VM tests
+// read instead of the log (vm.OursTraps). A model's HCA that never met an
+// SM has sent nothing; the numbers of a device are passed through field by
+// field.
+TEST_F(ServerTest, TrapCountersFromTheControlSocket)
+{
+    start(nullptr, "b2b");
+    FakeShim a(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    std::string r = control("show traps vm0");
+    EXPECT_EQ(r.rfind("ok ", 0), 0u) << r;
+    EXPECT_NE(r.find("\nvm0:1 sent 144:0 256:0 257:0 258:0 repressed 0 given_up 0 held 0"), std::string::npos) << r;
+    EXPECT_EQ(control("show traps"), r) << "every guest: the only one";
+    EXPECT_EQ(control("show traps nosuch").rfind("error: no guest 'nosuch'", 0), 0u);
+    EXPECT_EQ(control("show traps vm0 extra"), "error: usage: show traps [<node>]\n");
+    EXPECT_NE(control("help").find("show traps [<node>]"), std::string::npos);
+}
+
+TEST_F(ServerTest, TrapCountersOfEachGuestFromTheControlSocket)
+{
+    start(ports(""), "b2b");
+    FakeShim a(path_), b(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
+    const char* line = " sent 144:10 256:11 257:12 258:13 repressed 20 given_up 30 held 40";
+    EXPECT_EQ(control("show traps vm1"), std::string("ok 1 ports\nvm1:1") + line + "\n");
+    std::string all = control("show traps");
+    EXPECT_EQ(all.rfind("ok 2 ports\n", 0), 0u) << all;
+    EXPECT_NE(all.find(std::string("\nvm0:1") + line + "\n"), std::string::npos) << all;
+    EXPECT_NE(all.find(std::string("\nvm1:1") + line + "\n"), std::string::npos) << all;
 }
 
 TEST_F(ServerTest, BadFabricSpecIsRefusedAtListen)

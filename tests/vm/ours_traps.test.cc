@@ -7,19 +7,13 @@
 // mask (ib_umad -> ib_modify_port -> SET_IB); the emulated firmware then
 // raises trap 144 (capability mask changed) on QP0 with SLID 0, resending
 // it about every second (SubnetTimeout 18) until a TrapRepress with its
-// TID reaches MAD_IFC, at most 16 times (emulator/hca/traps.cc, which logs
-// each send in ibemu.log). Our driver must forward it to the SM, and pass
-// the SM's TrapRepress back to the firmware. The test shows OpenSM (vm1)
-// logging trap 144 from vm0's LID, the firmware sending it once or twice
-// and never giving up, and the guests' dmesg clean (fixture).
-//
-// Labelled wip (not in make check): it passed once, and failed as it should
-// with TrapRepress kept from the firmware and with forwarding switched off,
-// but a later run on the unchanged stack read no trap line of vm0 from
-// ibemu.log although the emulator had logged one: its info lines are not
-// flushed per line, so the file can lag. It needs a flushed or queryable
-// trap counter of the emulator before it can gate make check.
-#include <fstream>
+// TID reaches MAD_IFC, at most 16 times (emulator/hca/traps.cc). Our
+// driver must forward it to the SM, and pass the SM's TrapRepress back to
+// the firmware. The test shows OpenSM (vm1) logging trap 144 from vm0's
+// LID, and the firmware's own counters (the emulator's `show traps vm0`,
+// read on the control socket) with the trap sent once or twice, repressed,
+// not resent afterwards and never given up; the guests' dmesg clean
+// (fixture).
 #include <regex>
 #include <string>
 #include <thread>
@@ -37,21 +31,26 @@ protected:
 			    "vm1");
 	}
 
-	// Lines of the emulator's log about vm0's trap `num`: sends, and the
-	// firmware giving up.
-	static std::pair<int, int> EmulatorTrapLines(int num)
+	// vm0's port 1 as the firmware counts its traps (`show traps vm0`):
+	// trap 144 sends (resends included), repressed, given up.
+	struct Traps {
+		long sent144 = -1, repressed = -1, given_up = -1;
+		std::string line;
+	};
+	static Traps FirmwareTraps()
 	{
-		std::ifstream in(lab_->run_dir() + "/ibemu.log");
-		std::string l, sent = ": trap " + std::to_string(num) + " (TID",
-			       gave_up = ": trap " + std::to_string(num) + " not repressed";
-		int s = 0, g = 0;
-		while (std::getline(in, l)) {
-			if (l.find("vm0") == std::string::npos)
-				continue;
-			s += l.find(sent) != std::string::npos;
-			g += l.find(gave_up) != std::string::npos;
+		Traps t;
+		std::string r = lab_->fabric("show traps vm0");
+		std::smatch m;
+		static const std::regex port1(
+			"\\nvm0:1 sent 144:([0-9]+) [^\\n]* repressed ([0-9]+) given_up ([0-9]+)");
+		if (std::regex_search(r, m, port1)) {
+			t.sent144 = std::stol(m[1]);
+			t.repressed = std::stol(m[2]);
+			t.given_up = std::stol(m[3]);
 		}
-		return {s, g};
+		t.line = r;
+		return t;
 	}
 };
 
@@ -64,7 +63,9 @@ TEST_F(OursTraps, CapabilityMaskTrapReachesTheSmAndIsRepressed)
 	ASSERT_NE(l0, 0);
 	auto sm_lid = Run(sm, "cat /sys/class/infiniband/mthca0/ports/1/lid");
 	std::printf("vm0 LID %d, vm1 (OpenSM) LID %s", l0, sm_lid.output.c_str());
-	ASSERT_EQ(EmulatorTrapLines(144).first, 0) << "a trap 144 before the test";
+	Traps before = FirmwareTraps();
+	ASSERT_GE(before.sent144, 0) << "no trap counters for vm0:1: " << before.line;
+	ASSERT_EQ(before.sent144, 0) << "a trap 144 before the test: " << before.line;
 
 	// Hold issm0 for 60 s: IsSM goes up, the firmware raises trap 144.
 	ASSERT_TRUE(Ok(Run(g, "(sleep 60 </dev/infiniband/issm0 >/dev/null 2>&1 &); sleep 1")));
@@ -81,16 +82,24 @@ TEST_F(OursTraps, CapabilityMaskTrapReachesTheSmAndIsRepressed)
 	EXPECT_TRUE(seen) << "OpenSM did not log trap 144 from LID " << l0 << ":\n"
 			  << log << Run(sm, "tail -30 /tmp/opensm.log").output;
 
-	// Repressed: the firmware stops resending (about once a second, up to
-	// 16 times, then "given up", when nobody represses it).
-	int first = EmulatorTrapLines(144).first;
-	std::this_thread::sleep_for(6s);
-	auto [sent, gave_up] = EmulatorTrapLines(144);
-	std::printf("trap 144: sent %d time(s) by the firmware; OpenSM: %s\n", sent, log.c_str());
-	EXPECT_GE(sent, 1);
-	EXPECT_LE(sent, 3) << "the firmware kept resending: no TrapRepress reached it";
-	EXPECT_EQ(sent, first) << "still resent after OpenSM logged it";
-	EXPECT_EQ(gave_up, 0);
+	// Repressed: the TrapRepress reached the firmware (MAD_IFC), which then
+	// stops resending (about once a second, up to 16 times, then "given
+	// up", when nobody represses it). The counters are the emulator's own,
+	// read when asked: no log to lag behind.
+	Traps t = FirmwareTraps();
+	for (int i = 0; i < 10 && t.repressed < 1; i++) {
+		std::this_thread::sleep_for(500ms);
+		t = FirmwareTraps();
+	}
+	std::this_thread::sleep_for(4s);
+	Traps after = FirmwareTraps();
+	std::printf("trap 144: sent %ld time(s) by the firmware, repressed %ld, given up %ld; OpenSM: %s\n",
+		    after.sent144, after.repressed, after.given_up, log.c_str());
+	EXPECT_GE(after.sent144, 1) << after.line;
+	EXPECT_LE(after.sent144, 3) << "the firmware kept resending: no TrapRepress reached it\n" << after.line;
+	EXPECT_EQ(after.repressed - before.repressed, 1) << after.line;
+	EXPECT_EQ(after.sent144, t.sent144) << "still resent after it was repressed\n" << after.line;
+	EXPECT_EQ(after.given_up, 0) << after.line;
 	auto cap = Run(g, "cat /sys/class/infiniband/mthca0/ports/1/cap_mask");
 	std::printf("vm0 cap_mask while issm0 is open: %s", cap.output.c_str());
 }
