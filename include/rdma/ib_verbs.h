@@ -613,15 +613,20 @@ static inline int ib_copy_from_udata(void *dest, struct ib_udata *udata,
  * ib_copy_to_udata() - write a verb's private output to user space
  * @udata: the user data
  * @src: what to write
- * @len: its length; what does not fit in @udata->outlen is left out
- *	(as the 6.1 kernel does: user space sized the room for its ABI)
+ * @len: its length
+ *
+ * User space sizes the room for its driver ABI.  Less room than @len is
+ * -EFAULT: 6.1 copies @len bytes whatever the room, which fails when there
+ * is none (a NULL @udata->outbuf) and writes past a short one; ours never
+ * writes past the room (Documentation/uverbs.md).
  *
  * Return: 0 or -EFAULT.
  */
 static inline int ib_copy_to_udata(struct ib_udata *udata, const void *src,
 				   size_t len)
 {
-	len = min(len, udata->outlen);
+	if (len > udata->outlen)
+		return -EFAULT;
 	return copy_to_user(udata->outbuf, src, len) ? -EFAULT : 0;
 }
 

@@ -41,7 +41,9 @@ static int uverbs_request(struct uverbs_cmd_args *args, void *req, size_t len)
 
 /*
  * uverbs_request() for the commands that need the file's context: -EINVAL
- * before GET_CONTEXT.
+ * before GET_CONTEXT.  Commands on an existing handle use uverbs_request():
+ * before GET_CONTEXT there is no object, so their lookup says -ENOENT, as
+ * 6.1 does.
  */
 static int uverbs_request_ctx(struct uverbs_cmd_args *args, void *req,
 			      size_t len)
@@ -503,7 +505,7 @@ static int uverbs_dealloc_pd(struct uverbs_cmd_args *args)
 	struct ib_uverbs_dealloc_pd cmd;
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	return uobj_destroy_handle(args->file, cmd.pd_handle, UVERBS_OBJ_PD,
@@ -596,7 +598,7 @@ static int uverbs_dereg_mr(struct uverbs_cmd_args *args)
 	struct ib_uverbs_dereg_mr cmd;
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	return uobj_destroy_handle(args->file, cmd.mr_handle, UVERBS_OBJ_MR,
@@ -697,31 +699,13 @@ err_uobj:
 	return ret;
 }
 
-static int uverbs_req_notify_cq(struct uverbs_cmd_args *args)
-{
-	struct ib_uverbs_req_notify_cq cmd;
-	struct uverbs_uobj *u;
-	struct ib_cq *cq;
-	int ret;
-
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
-	if (ret)
-		return ret;
-	u = uobj_get(args->file, cmd.cq_handle, UVERBS_OBJ_CQ);
-	if (IS_ERR(u))
-		return PTR_ERR(u);
-	cq = u->object;
-	return cq->device->req_notify_cq(cq, cmd.solicited_only ?
-					 IB_CQ_SOLICITED : IB_CQ_NEXT_COMP);
-}
-
 static int uverbs_destroy_cq(struct uverbs_cmd_args *args)
 {
 	struct ib_uverbs_destroy_cq cmd;
 	struct ib_uverbs_destroy_cq_resp resp = {};
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	ret = uobj_destroy_handle(args->file, cmd.cq_handle, UVERBS_OBJ_CQ,
@@ -879,7 +863,7 @@ static int uverbs_query_qp(struct uverbs_cmd_args *args)
 	struct ib_qp *qp;
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	u = uobj_get(args->file, cmd.qp_handle, UVERBS_OBJ_QP);
@@ -931,7 +915,7 @@ static int uverbs_modify_qp(struct uverbs_cmd_args *args)
 	struct ib_qp *qp;
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	/* ABI 6 knows the attributes up to the destination QPN. */
@@ -982,7 +966,7 @@ static int uverbs_destroy_qp(struct uverbs_cmd_args *args)
 	struct ib_uverbs_destroy_qp_resp resp = {};
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	ret = uobj_destroy_handle(args->file, cmd.qp_handle, UVERBS_OBJ_QP,
@@ -1001,7 +985,7 @@ static int uverbs_mcast(struct uverbs_cmd_args *args, bool attach)
 	int ret;
 
 	/* DETACH_MCAST has the same layout. */
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	u = uobj_get(args->file, cmd.qp_handle, UVERBS_OBJ_QP);
@@ -1095,7 +1079,7 @@ static int uverbs_modify_srq(struct uverbs_cmd_args *args)
 	struct ib_srq *srq;
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	if (cmd.attr_mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
@@ -1118,7 +1102,7 @@ static int uverbs_query_srq(struct uverbs_cmd_args *args)
 	struct ib_srq *srq;
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	u = uobj_get(args->file, cmd.srq_handle, UVERBS_OBJ_SRQ);
@@ -1140,7 +1124,7 @@ static int uverbs_destroy_srq(struct uverbs_cmd_args *args)
 	struct ib_uverbs_destroy_srq_resp resp = {};
 	int ret;
 
-	ret = uverbs_request_ctx(args, &cmd, sizeof(cmd));
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
 	ret = uobj_destroy_handle(args->file, cmd.srq_handle, UVERBS_OBJ_SRQ,
@@ -1220,8 +1204,6 @@ const struct uverbs_cmd_desc uverbs_cmds[IB_USER_VERBS_CMD_OPEN_QP + 1] = {
 	UVERBS_CMD(CREATE_CQ, uverbs_create_cq,
 		   sizeof(struct ib_uverbs_create_cq),
 		   sizeof(struct ib_uverbs_create_cq_resp), true),
-	UVERBS_CMD(REQ_NOTIFY_CQ, uverbs_req_notify_cq,
-		   sizeof(struct ib_uverbs_req_notify_cq), 0, false),
 	UVERBS_CMD(DESTROY_CQ, uverbs_destroy_cq,
 		   sizeof(struct ib_uverbs_destroy_cq),
 		   sizeof(struct ib_uverbs_destroy_cq_resp), false),

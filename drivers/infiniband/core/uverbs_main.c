@@ -90,9 +90,6 @@ static ssize_t uverbs_event_read(struct file *filp, char __user *buf,
 	unsigned long flags;
 	int ret;
 
-	if (count < len)
-		return -EINVAL;
-
 	spin_lock_irqsave(&ev->lock, flags);
 	while (list_empty(&ev->events)) {
 		spin_unlock_irqrestore(&ev->lock, flags);
@@ -103,6 +100,11 @@ static ssize_t uverbs_event_read(struct file *filp, char __user *buf,
 		if (ret)
 			return ret;
 		spin_lock_irqsave(&ev->lock, flags);
+	}
+	/* As 6.1: an empty queue says so first; a short read loses nothing. */
+	if (count < len) {
+		spin_unlock_irqrestore(&ev->lock, flags);
+		return -EINVAL;
 	}
 	e = list_first_entry(&ev->events, struct uverbs_event, list);
 	list_del(&e->list);
@@ -477,11 +479,10 @@ static ssize_t uverbs_write_ex(struct uverbs_file *file,
 	if (ex.response) {
 		if (!hdr->out_words && !ex.provider_out_words)
 			return -EINVAL;
-		/* The response grows by version: any room for the base. */
-		if (hdr->out_words * 8 <
-		    offsetofend(struct ib_uverbs_ex_query_device_resp,
-				response_length))
-			return -ENOSPC;
+		/*
+		 * The response grows by version and says how much of it was
+		 * written (response_length): any room will do, as in 6.1.
+		 */
 		if (!access_ok(u64_to_user_ptr(ex.response),
 			       ((size_t)hdr->out_words +
 				ex.provider_out_words) * 8))
@@ -534,10 +535,11 @@ static ssize_t uverbs_write(struct file *filp, const char __user *buf,
 	if (copy_from_user(&hdr, buf, sizeof(hdr)))
 		return -EFAULT;
 
+	/* Bits outside the command and the extended flag: a bad header. */
+	if (hdr.command & ~(u32)(IB_USER_VERBS_CMD_FLAG_EXTENDED |
+				 IB_USER_VERBS_CMD_COMMAND_MASK))
+		return -EINVAL;
 	if (hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED) {
-		if (hdr.command & ~(u32)(IB_USER_VERBS_CMD_FLAG_EXTENDED |
-					 IB_USER_VERBS_CMD_COMMAND_MASK))
-			return -EOPNOTSUPP;
 		ret = uverbs_write_ex(file, &hdr, buf, count);
 		return ret ? ret : count;
 	}
@@ -549,15 +551,28 @@ static ssize_t uverbs_write(struct file *filp, const char __user *buf,
 	if (!(file->udev->ib_dev->uverbs_cmd_mask & BIT_ULL(cmd)))
 		return -EOPNOTSUPP;
 
-	if ((size_t)hdr.in_words * 4 != count)
+	/*
+	 * rdma-core 18 and 19 wrote DESTROY_CQ with in_words 4 (16 bytes) but
+	 * the whole 24-byte request behind it; 6.1 reads all 24, and so do
+	 * we.  write() still returns the count it was given.
+	 */
+	if (cmd == IB_USER_VERBS_CMD_DESTROY_CQ && count == 16 &&
+	    hdr.in_words == 4) {
+		hdr.in_words = (sizeof(hdr) +
+				sizeof(struct ib_uverbs_destroy_cq)) / 4;
+		inlen = hdr.in_words * 4;
+	} else {
+		inlen = count;
+	}
+	if ((size_t)hdr.in_words * 4 != inlen)
 		return -EINVAL;
-	if (count < desc->req_size + sizeof(hdr))
+	if (inlen < desc->req_size + sizeof(hdr))
 		return -ENOSPC;
 	if ((size_t)hdr.out_words * 4 < desc->resp_size)
 		return -ENOSPC;
 
 	buf += sizeof(hdr);
-	inlen = count - sizeof(hdr);
+	inlen -= sizeof(hdr);
 	outlen = hdr.out_words * 4;
 	if (desc->resp_size) {
 		if (get_user(response, (const u64 __user *)buf))
