@@ -100,7 +100,7 @@ if [ -x "$build/emulator/bench/rdma_write_bench" ]; then
 else
 	echo "not built"
 fi
-echo "=== benchmark: MAD round trips, our stack vs upstream (tests/bench) ==="
+echo "=== benchmark: MAD round trips and user verbs, our stack vs upstream (tests/bench) ==="
 sed 1d "$build/lab/mad_rate.txt" 2>/dev/null || echo "not run"
 echo "=== timings ==="
 if [ -f "$build/lab/timings.txt" ] && [ "$build/lab/timings.txt" -nt "$out/.start" ]; then

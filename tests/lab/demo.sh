@@ -34,3 +34,11 @@ show vm0 'ibnetdiscover'
 show vm0 'sminfo; saquery -p'
 show vm1 'smpquery nodeinfo $(cat /sys/class/infiniband/mthca0/ports/1/sm_lid)'
 show vm1 'perfquery $(cat /sys/class/infiniband/mthca0/ports/1/sm_lid)'
+# User-space verbs: Debian's libibverbs and its mthca provider on our
+# ib_uverbs (vm0) and on upstream's (vm1); ibv_rc_pingpong between them,
+# its TCP side channel over the lab's management network (vm0 by name).
+show vm0 'modprobe ib_uverbs && ibv_devinfo'
+"$iblab" exec vm0 -- 'ibv_rc_pingpong -g 0 -n 100 -c >/tmp/pp.out 2>&1 &'
+sleep 2
+show vm1 'modprobe ib_uverbs; ibv_rc_pingpong -g 0 -n 100 -c vm0'
+show vm0 'sleep 1; cat /tmp/pp.out'
