@@ -838,19 +838,24 @@ static void uverbs_dest_to_ah(const struct ib_uverbs_qp_dest *d,
 static void uverbs_ah_to_dest(const struct ib_ah_attr *ah,
 			      struct ib_uverbs_qp_dest *d)
 {
-	d->dlid = ah->dlid;
-	d->sl = ah->sl;
-	d->src_path_bits = ah->src_path_bits;
-	d->static_rate = ah->static_rate;
-	d->port_num = ah->port_num;
-	d->is_global = !!(ah->ah_flags & IB_AH_GRH);
-	if (d->is_global) {
-		memcpy(d->dgid, ah->grh.dgid.raw, sizeof(d->dgid));
-		d->flow_label = ah->grh.flow_label;
-		d->sgid_index = ah->grh.sgid_index;
-		d->hop_limit = ah->grh.hop_limit;
-		d->traffic_class = ah->grh.traffic_class;
-	}
+	const struct ib_global_route *g = &ah->grh;
+	bool grh = ah->ah_flags & IB_AH_GRH;
+
+	/* the GRH fields only with a GRH, zero otherwise */
+	*d = (struct ib_uverbs_qp_dest) {
+		.is_global	= grh,
+		.port_num	= ah->port_num,
+		.static_rate	= ah->static_rate,
+		.src_path_bits	= ah->src_path_bits,
+		.sl		= ah->sl,
+		.dlid		= ah->dlid,
+		.traffic_class	= grh ? g->traffic_class : 0,
+		.hop_limit	= grh ? g->hop_limit : 0,
+		.sgid_index	= grh ? g->sgid_index : 0,
+		.flow_label	= grh ? g->flow_label : 0,
+	};
+	if (grh)
+		memcpy(d->dgid, g->dgid.raw, sizeof(d->dgid));
 }
 
 static int uverbs_query_qp(struct uverbs_cmd_args *args)

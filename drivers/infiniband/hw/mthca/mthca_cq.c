@@ -742,7 +742,7 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 	struct mthca_cq_ctx *ctx;
 	struct mthca_create_cq_resp uresp = {};
 	struct mthca_cq *cq;
-	u32 cqn, pdn = dev->driver_pd.pdn, uar = dev->driver_uar.index;
+	u32 cqn, pdn = dev->driver_pd.pdn, uar = dev->driver_uar.num;
 	int err;
 
 	if (!uctx != !udata)
@@ -771,7 +771,7 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 
 	if (uctx) {
 		err = cq_user_setup(dev, cq, to_mucontext(uctx), udata, &pdn);
-		uar = to_mucontext(uctx)->uar.index;
+		uar = to_mucontext(uctx)->uar.num;
 	} else {
 		err = cq_kernel_setup(dev, cq);
 	}

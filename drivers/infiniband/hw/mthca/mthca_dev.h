@@ -190,31 +190,31 @@ void mthca_db_free(struct mthca_dev *dev, enum mthca_db_kind kind, int index);
 /* ------------------------------------------------------------------ */
 
 /**
- * struct mthca_uar - one user access region page
- * @pfn: page frame of the UAR page in BAR2
- * @index: UAR number
+ * struct mthca_uar - a user access region: page @num of BAR2, whose
+ *	doorbells (and, mem-free, whose UARC slot) belong to one owner
+ * @num: the UAR number; mthca_uar_pfn() gives the page
  */
 struct mthca_uar {
-	unsigned long	pfn;
-	int		index;
+	u32	num;
 };
 
 struct mthca_user_db_table;
 
 /**
- * struct mthca_ucontext - a user process's context (ib_uverbs)
- * @ibucontext: the core's part
- * @uar: the process's own doorbell page, mapped by mmap() at offset 0
- * @db_tab: the pages of doorbell records libmthca keeps in its own
- *	memory, mapped into @uar's UARC as its CQs, QPs and SRQs name them
- * @pdns: the PD numbers of the context's PDs (a user CQ names its PD by
- *	number: only one of these is accepted); xarray of its own lock
+ * struct mthca_ucontext - what a process opened through ib_uverbs
+ * @pdns: numbers of the process's PDs, each mapped to its PD; a user CQ
+ *	names its PD by number and must name one of these (the xarray's
+ *	own lock)
+ * @db_tab: the process's doorbell-record pages (libmthca's memory), each
+ *	mapped into the UARC of @uar while a CQ, QP or SRQ uses it
+ * @uar: its doorbell page, which mmap() at offset 0 maps
+ * @ibucontext: the core's part (container_of)
  */
 struct mthca_ucontext {
-	struct ib_ucontext		ibucontext;
-	struct mthca_uar		uar;
-	struct mthca_user_db_table	*db_tab;
 	struct xarray			pdns;
+	struct mthca_user_db_table	*db_tab;
+	struct mthca_uar		uar;
+	struct ib_ucontext		ibucontext;
 };
 
 static inline struct mthca_ucontext *to_mucontext(struct ib_ucontext *uctx)
@@ -232,6 +232,8 @@ void mthca_unmap_user_db(struct mthca_dev *dev, struct mthca_uar *uar,
 			 struct mthca_user_db_table *tab, u32 index);
 int mthca_uar_alloc(struct mthca_dev *dev, struct mthca_uar *uar);
 void mthca_uar_free(struct mthca_dev *dev, struct mthca_uar *uar);
+unsigned long mthca_uar_pfn(struct mthca_dev *dev,
+			    const struct mthca_uar *uar);
 
 /* ------------------------------------------------------------------ */
 /* Memory regions (mthca_mr.c)                                         */

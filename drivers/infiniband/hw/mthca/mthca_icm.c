@@ -381,7 +381,7 @@ static bool db_kind_is_low(enum mthca_db_kind kind)
 static u64 db_page_virt(struct mthca_dev *dev, int i)
 {
 	return dev->layout.uarc_base +
-	       (u64)dev->driver_uar.index * dev->layout.uarc_size +
+	       (u64)dev->driver_uar.num * dev->layout.uarc_size +
 	       (u64)i * MTHCA_ICM_PAGE_SIZE;
 }
 
@@ -599,7 +599,7 @@ static u64 user_db_page_virt(struct mthca_dev *dev, struct mthca_uar *uar,
 			     int i)
 {
 	return dev->layout.uarc_base +
-	       (u64)uar->index * dev->layout.uarc_size +
+	       (u64)uar->num * dev->layout.uarc_size +
 	       (u64)i * MTHCA_ICM_PAGE_SIZE;
 }
 

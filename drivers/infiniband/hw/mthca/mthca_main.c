@@ -453,7 +453,7 @@ static void driver_uar_put(struct mthca_dev *dev)
 
 static int kar_map(struct mthca_dev *dev)
 {
-	phys_addr_t kar_phys = (phys_addr_t)dev->driver_uar.pfn << PAGE_SHIFT;
+	phys_addr_t kar_phys = PFN_PHYS(mthca_uar_pfn(dev, &dev->driver_uar));
 
 	dev->kar = ioremap(kar_phys, PAGE_SIZE);
 	return dev->kar ? 0 : -ENOMEM;

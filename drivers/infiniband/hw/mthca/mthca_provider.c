@@ -336,7 +336,9 @@ static int mthca_mmap_uar(struct ib_ucontext *ibuctx,
 		return -EINVAL;
 	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 	if (io_remap_pfn_range(vma, vma->vm_start,
-			       to_mucontext(ibuctx)->uar.pfn, PAGE_SIZE,
+			       mthca_uar_pfn(to_mdev(ibuctx->device),
+					     &to_mucontext(ibuctx)->uar),
+			       PAGE_SIZE,
 			       vma->vm_page_prot))
 		return -EAGAIN;
 	return 0;

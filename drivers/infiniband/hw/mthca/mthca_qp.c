@@ -809,8 +809,8 @@ static int qp_fill_context(struct mthca_dev *dev, struct mthca_qp *qp,
 		qf_put(w, 0, QPC_SCHED, qp->uctx ? 2 : 1);
 		opt |= MTHCA_OPT_SCHED_QUEUE;
 	}
-	qf_put(w, 0, QPC_UAR, qp->uctx ? qp->uctx->uar.index :
-	       dev->driver_uar.index);
+	qf_put(w, 0, QPC_UAR, qp->uctx ? qp->uctx->uar.num :
+	       dev->driver_uar.num);
 	qf_put(w, 0, QPC_LOCAL_QPN, qp->qpn);
 	if (qp->kind == MTHCA_SQ_MLX)
 		qf_put(w, QPC_PRI, QPP_PORT, qp->port);

@@ -116,7 +116,7 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 	struct mthca_ucontext *uctx = NULL;
 	struct mthca_create_srq ucmd;
 	struct mthca_srq *srq;
-	u32 srqn, uar = dev->driver_uar.index;
+	u32 srqn, uar = dev->driver_uar.num;
 	int i, err;
 
 	if (udata) {
@@ -126,7 +126,7 @@ struct ib_srq *mthca_dp_create_srq(struct ib_pd *ibpd,
 		err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
 		if (err)
 			return ERR_PTR(err);
-		uar = uctx->uar.index;
+		uar = uctx->uar.num;
 	}
 	if (!dev->limits.num_srqs)
 		return ERR_PTR(-EOPNOTSUPP);

@@ -20,9 +20,20 @@ int mthca_uar_alloc(struct mthca_dev *dev, struct mthca_uar *uar)
 
 	if (n == MTHCA_BITMAP_NONE)
 		return -ENOMEM;
-	uar->index = n;
-	uar->pfn = (pci_resource_start(dev->pdev, 2) >> PAGE_SHIFT) + n;
+	uar->num = n;
 	return 0;
+}
+
+/**
+ * mthca_uar_pfn() - the page frame of a UAR
+ * @dev: the device
+ * @uar: what mthca_uar_alloc() filled in
+ *
+ * Return: the pfn of page @uar->num of BAR2 (the UAR BAR).
+ */
+unsigned long mthca_uar_pfn(struct mthca_dev *dev, const struct mthca_uar *uar)
+{
+	return PHYS_PFN(pci_resource_start(dev->pdev, 2)) + uar->num;
 }
 
 /**
@@ -32,7 +43,7 @@ int mthca_uar_alloc(struct mthca_dev *dev, struct mthca_uar *uar)
  */
 void mthca_uar_free(struct mthca_dev *dev, struct mthca_uar *uar)
 {
-	mthca_bitmap_put(&dev->uar_bitmap, uar->index);
+	mthca_bitmap_put(&dev->uar_bitmap, uar->num);
 }
 
 /**
