@@ -134,6 +134,9 @@ static void uobj_abort(struct uverbs_file *file, struct uverbs_uobj *u)
 	kfree(u);
 }
 
+static int uobj_publish(struct uverbs_cmd_args *args, struct uverbs_uobj *u,
+			const void *resp, size_t len);
+
 /* ------------------------------------------------------------------ */
 /* device and context                                                  */
 /* ------------------------------------------------------------------ */
@@ -374,14 +377,8 @@ static int uverbs_alloc_pd(struct uverbs_cmd_args *args)
 	u->object = pd;
 
 	resp.pd_handle = u->uobject.id;
-	ret = uverbs_response(args, &resp, sizeof(resp));
-	if (ret)
-		goto err_pd;
-	uobj_commit(file, u);
-	return 0;
+	return uobj_publish(args, u, &resp, sizeof(resp));
 
-err_pd:
-	ib_dealloc_pd(pd);
 err_uobj:
 	uobj_abort(file, u);
 	return ret;
@@ -486,6 +483,27 @@ static int uobj_destroy(struct uverbs_file *file, struct uverbs_uobj *u,
 }
 
 /*
+ * The last step of a create, file->mutex held: the response goes out, and
+ * then the object is the user's.  When the response cannot be written the
+ * object is destroyed again and forgotten (and forgotten even if its
+ * driver refuses to destroy it: nothing could reach it any more).
+ */
+static int uobj_publish(struct uverbs_cmd_args *args, struct uverbs_uobj *u,
+			const void *resp, size_t len)
+{
+	struct uverbs_file *file = args->file;
+	int ret = uverbs_response(args, resp, len);
+
+	if (!ret) {
+		uobj_commit(file, u);
+		return 0;
+	}
+	if (uobj_destroy(file, u, NULL, NULL))
+		uobj_abort(file, u);
+	return ret;
+}
+
+/*
  * Looks up @handle as @type and destroys it; the counts of events read
  * are left in @comp and @async (either may be NULL).
  */
@@ -580,14 +598,8 @@ static int uverbs_reg_mr(struct uverbs_cmd_args *args)
 	resp.mr_handle = u->uobject.id;
 	resp.lkey = mr->lkey;
 	resp.rkey = mr->rkey;
-	ret = uverbs_response(args, &resp, sizeof(resp));
-	if (ret)
-		goto err_mr;
-	uobj_commit(file, u);
-	return 0;
+	return uobj_publish(args, u, &resp, sizeof(resp));
 
-err_mr:
-	uverbs_destroy_mr_obj(mr);
 err_uobj:
 	uobj_abort(file, u);
 	return ret;
@@ -686,14 +698,8 @@ static int uverbs_create_cq(struct uverbs_cmd_args *args)
 
 	resp.cq_handle = u->uobject.id;
 	resp.cqe = cq->cqe;
-	ret = uverbs_response(args, &resp, sizeof(resp));
-	if (ret)
-		goto err_cq;
-	uobj_commit(file, u);
-	return 0;
+	return uobj_publish(args, u, &resp, sizeof(resp));
 
-err_cq:
-	ib_dev->destroy_cq(cq);
 err_uobj:
 	uobj_abort(file, u);
 	return ret;
@@ -803,14 +809,8 @@ static int uverbs_create_qp(struct uverbs_cmd_args *args)
 	resp.max_send_sge = init.cap.max_send_sge;
 	resp.max_recv_sge = init.cap.max_recv_sge;
 	resp.max_inline_data = init.cap.max_inline_data;
-	ret = uverbs_response(args, &resp, sizeof(resp));
-	if (ret)
-		goto err_qp;
-	uobj_commit(file, u);
-	return 0;
+	return uobj_publish(args, u, &resp, sizeof(resp));
 
-err_qp:
-	uverbs_destroy_qp_obj(qp);
 err_uobj:
 	uobj_abort(file, u);
 	return ret;
@@ -1063,14 +1063,8 @@ static int uverbs_create_srq(struct uverbs_cmd_args *args)
 	resp.srq_handle = u->uobject.id;
 	resp.max_wr = init.attr.max_wr;
 	resp.max_sge = init.attr.max_sge;
-	ret = uverbs_response(args, &resp, sizeof(resp));
-	if (ret)
-		goto err_srq;
-	uobj_commit(file, u);
-	return 0;
+	return uobj_publish(args, u, &resp, sizeof(resp));
 
-err_srq:
-	uverbs_destroy_srq_obj(srq);
 err_uobj:
 	uobj_abort(file, u);
 	return ret;
