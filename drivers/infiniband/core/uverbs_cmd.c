@@ -384,55 +384,6 @@ err_uobj:
 	return ret;
 }
 
-static int uverbs_destroy_qp_obj(struct ib_qp *qp)
-{
-	struct ib_pd *pd = qp->pd;
-	struct ib_cq *scq = qp->send_cq, *rcq = qp->recv_cq;
-	struct ib_srq *srq = qp->srq;
-	int ret;
-
-	ret = qp->device->destroy_qp(qp);
-	if (ret)
-		return ret;
-	atomic_dec(&pd->usecnt);
-	atomic_dec(&scq->usecnt);
-	atomic_dec(&rcq->usecnt);
-	if (srq)
-		atomic_dec(&srq->usecnt);
-	return 0;
-}
-
-static int uverbs_destroy_srq_obj(struct ib_srq *srq)
-{
-	struct ib_pd *pd = srq->pd;
-	int ret;
-
-	if (atomic_read(&srq->usecnt))
-		return -EBUSY;
-	ret = srq->device->destroy_srq(srq);
-	if (!ret)
-		atomic_dec(&pd->usecnt);
-	return ret;
-}
-
-static int uverbs_destroy_cq_obj(struct ib_cq *cq)
-{
-	if (atomic_read(&cq->usecnt))
-		return -EBUSY;
-	return cq->device->destroy_cq(cq);
-}
-
-static int uverbs_destroy_mr_obj(struct ib_mr *mr)
-{
-	struct ib_pd *pd = mr->pd;
-	int ret;
-
-	ret = mr->device->dereg_mr(mr);
-	if (!ret)
-		atomic_dec(&pd->usecnt);
-	return ret;
-}
-
 /*
  * Destroys @u's object and forgets @u; file->mutex held.  The driver's
  * object goes first: after it, no handler can queue an event for @u, and
@@ -446,16 +397,16 @@ static int uobj_destroy(struct uverbs_file *file, struct uverbs_uobj *u,
 
 	switch (u->type) {
 	case UVERBS_OBJ_QP:
-		ret = uverbs_destroy_qp_obj(u->object);
+		ret = ib_destroy_qp(u->object);
 		break;
 	case UVERBS_OBJ_SRQ:
-		ret = uverbs_destroy_srq_obj(u->object);
+		ret = ib_destroy_srq(u->object);
 		break;
 	case UVERBS_OBJ_CQ:
-		ret = uverbs_destroy_cq_obj(u->object);
+		ret = ib_destroy_cq(u->object);
 		break;
 	case UVERBS_OBJ_MR:
-		ret = uverbs_destroy_mr_obj(u->object);
+		ret = ib_dereg_mr(u->object);
 		break;
 	case UVERBS_OBJ_PD:
 		ret = ib_dealloc_pd(u->object);
