@@ -319,14 +319,10 @@ static u32 qp_rdb_obj(struct mthca_dev *dev, struct mthca_qp *qp)
 	return qp->qpn << dev->layout.rdb_shift;
 }
 
-static int qp_alloc_resources(struct mthca_dev *dev, struct mthca_qp *qp,
-			      struct mthca_pd *pd)
+/* The ICM entries of a QP's context, its extended context and its RDB. */
+static int qp_contexts_get(struct mthca_dev *dev, struct mthca_qp *qp)
 {
-	size_t size = qp->hdr_offset;
 	int err;
-
-	if (qp_is_special(qp))
-		size += qp->sq.max * MTHCA_DP_UD_HEADER_BYTES;
 
 	err = mthca_icm_table_get(dev, dev->icm_qpc, qp->qpn);
 	if (err)
@@ -337,11 +333,39 @@ static int qp_alloc_resources(struct mthca_dev *dev, struct mthca_qp *qp,
 	err = mthca_icm_table_get(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
 	if (err)
 		goto err_eqpc;
+	return 0;
+
+err_eqpc:
+	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
+err_qpc:
+	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
+	return err;
+}
+
+static void qp_contexts_put(struct mthca_dev *dev, struct mthca_qp *qp)
+{
+	mthca_icm_table_put(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
+	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
+	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
+}
+
+static int qp_alloc_resources(struct mthca_dev *dev, struct mthca_qp *qp,
+			      struct mthca_pd *pd)
+{
+	size_t size = qp->hdr_offset;
+	int err;
+
+	if (qp_is_special(qp))
+		size += qp->sq.max * MTHCA_DP_UD_HEADER_BYTES;
+
+	err = qp_contexts_get(dev, qp);
+	if (err)
+		return err;
 
 	qp->wrid = kcalloc(qp->rq.max + qp->sq.max, sizeof(u64), GFP_KERNEL);
 	if (!qp->wrid) {
 		err = -ENOMEM;
-		goto err_rdb;
+		goto err_contexts;
 	}
 	err = mthca_dp_buf_alloc(dev, size, pd->pdn, false, &qp->buf);
 	if (err)
@@ -368,12 +392,8 @@ err_buf:
 	mthca_dp_buf_free(dev, &qp->buf);
 err_wrid:
 	kfree(qp->wrid);
-err_rdb:
-	mthca_icm_table_put(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
-err_eqpc:
-	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
-err_qpc:
-	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
+err_contexts:
+	qp_contexts_put(dev, qp);
 	return err;
 }
 
@@ -391,19 +411,13 @@ static int qp_alloc_user(struct mthca_dev *dev, struct mthca_qp *qp,
 	err = ib_copy_from_udata(&ucmd, udata, sizeof(ucmd));
 	if (err)
 		return err;
-	err = mthca_icm_table_get(dev, dev->icm_qpc, qp->qpn);
+	err = qp_contexts_get(dev, qp);
 	if (err)
 		return err;
-	err = mthca_icm_table_get(dev, dev->icm_eqpc, qp->qpn);
-	if (err)
-		goto err_qpc;
-	err = mthca_icm_table_get(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
-	if (err)
-		goto err_eqpc;
 	err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
 				ucmd.sq_db_index, ucmd.sq_db_page, NULL);
 	if (err)
-		goto err_rdb;
+		goto err_contexts;
 	err = mthca_map_user_db(dev, &uctx->uar, uctx->db_tab,
 				ucmd.rq_db_index, ucmd.rq_db_page, NULL);
 	if (err)
@@ -416,12 +430,8 @@ static int qp_alloc_user(struct mthca_dev *dev, struct mthca_qp *qp,
 
 err_sq_db:
 	mthca_unmap_user_db(dev, &uctx->uar, uctx->db_tab, ucmd.sq_db_index);
-err_rdb:
-	mthca_icm_table_put(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
-err_eqpc:
-	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
-err_qpc:
-	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
+err_contexts:
+	qp_contexts_put(dev, qp);
 	return err;
 }
 
@@ -432,16 +442,13 @@ static void qp_free_resources(struct mthca_dev *dev, struct mthca_qp *qp)
 				    qp->rq.db_index);
 		mthca_unmap_user_db(dev, &qp->uctx->uar, qp->uctx->db_tab,
 				    qp->sq.db_index);
-		goto contexts;
+	} else {
+		mthca_db_free(dev, MTHCA_DB_SQ, qp->sq.db_index);
+		mthca_db_free(dev, MTHCA_DB_RQ, qp->rq.db_index);
+		mthca_dp_buf_free(dev, &qp->buf);
+		kfree(qp->wrid);
 	}
-	mthca_db_free(dev, MTHCA_DB_SQ, qp->sq.db_index);
-	mthca_db_free(dev, MTHCA_DB_RQ, qp->rq.db_index);
-	mthca_dp_buf_free(dev, &qp->buf);
-	kfree(qp->wrid);
-contexts:
-	mthca_icm_table_put(dev, dev->icm_rdb, qp_rdb_obj(dev, qp));
-	mthca_icm_table_put(dev, dev->icm_eqpc, qp->qpn);
-	mthca_icm_table_put(dev, dev->icm_qpc, qp->qpn);
+	qp_contexts_put(dev, qp);
 }
 
 /**
