@@ -219,7 +219,7 @@ check-unit: cpp
 check-vm: cpp
 	cd $(BUILD) && ctest --output-on-failure -L vm $(CTEST_ARGS)
 
-# The long version of make check's 40-cycle vm.OursReload (about 50 min for
+# The long version of make check's 20-cycle vm.OursReload (about 50 min for
 # 500 cycles on 2 cores); the leak thresholds scale with the length.
 RELOAD_CYCLES ?= 500
 reload-campaign: all qemu

@@ -74,7 +74,7 @@ using iblab::vmtest::LoadCommand;
 const std::string kPort = "/sys/class/infiniband/mthca0/ports/1";
 
 // Rounds of the interleaved measurement (each: ours and upstream once).
-constexpr int kRounds = 5;
+constexpr int kRounds = 3;
 // The same for the verbs benchmarks, which take longer per round.
 constexpr int kVerbsRounds = 2;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // The upstream (Debian 6.1) ib_mthca driver on the emulated InfiniHost III
-// Ex: probe, verbs device, reload, interrupts. One guest per suite.
+// Ex: probe, verbs device, reload, interrupts, in one guest.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -94,18 +94,13 @@ TEST_F(MthcaProbe, NoMthcaWarnings)
 }
 
 // ---------------------------------------------------------------------------
-class MthcaReload : public VmSuite {
-protected:
-	static void SetUpTestSuite() { StartLab(UpstreamGuest(), "MthcaReload"); }
-	static void TearDownTestSuite() { StopLab(); }
-};
-
-TEST_F(MthcaReload, TwentyRounds)
+// Reloads, then the interrupts, in the same guest (one boot for the suite).
+TEST_F(MthcaProbe, TenReloads)
 {
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(Ok(Run(g, "modprobe ib_mthca && modprobe ib_uverbs")));
 	auto r = Run(g,
-		     "for i in $(seq 1 20); do "
+		     "for i in $(seq 1 10); do "
 		     "  rmmod ib_mthca || { echo \"round $i: rmmod failed\"; exit 1; }; "
 		     "  [ ! -e /sys/class/infiniband/mthca0 ] || { echo \"round $i: mthca0 still there\"; exit 2; }; "
 		     "  modprobe ib_mthca || { echo \"round $i: modprobe failed\"; exit 3; }; "
@@ -113,7 +108,7 @@ TEST_F(MthcaReload, TwentyRounds)
 		     "done; echo rounds=$i",
 		     900s);
 	ASSERT_TRUE(Ok(r)) << "dmesg:\n" << Run(g, "dmesg | tail -40").output;
-	EXPECT_EQ(r.output, "rounds=20\n");
+	EXPECT_EQ(r.output, "rounds=10\n");
 	auto d = Run(g, "ibv_devinfo");
 	ASSERT_TRUE(Ok(d));
 	EXPECT_EQ(Field(d.output, "hca_id"), "mthca0") << d.output;
@@ -172,13 +167,7 @@ unsigned long Count(const std::map<std::string, unsigned long> &m, const std::st
 	return 0;
 }
 
-class MthcaInterrupts : public VmSuite {
-protected:
-	static void SetUpTestSuite() { StartLab(UpstreamGuest(), "MthcaInterrupts"); }
-	static void TearDownTestSuite() { StopLab(); }
-};
-
-TEST_F(MthcaInterrupts, MsiXVectorsCount)
+TEST_F(MthcaProbe, MsiXVectorsCount)
 {
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(Ok(Run(g, "modprobe ib_mthca && modprobe ib_uverbs")));
@@ -198,7 +187,7 @@ TEST_F(MthcaInterrupts, MsiXVectorsCount)
 		<< "before:\n" << Show(before) << "after:\n" << Show(after);
 }
 
-TEST_F(MthcaInterrupts, IntxLineCounts)
+TEST_F(MthcaProbe, IntxLineCounts)
 {
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(Ok(Run(g, "modprobe ib_uverbs; rmmod ib_mthca 2>/dev/null; modprobe ib_mthca msi_x=0")))

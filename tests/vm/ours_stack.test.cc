@@ -11,7 +11,7 @@
 //                   diagnostics from our guest answer as from the upstream
 //                   one, and about our guest as about the upstream one (our
 //                   SMA/PMA replies, real counter values)
-//   OursReload      30 load/unload cycles of the whole set under OpenSM
+//   OursReload      20 load/unload cycles of the whole set under OpenSM
 //                   (IBSTACK_RELOAD_CYCLES; `make reload-campaign` runs 500):
 //                   the port comes back ACTIVE, no warning or error line of
 //                   our modules, no leak (slabinfo, meminfo, free pages)
@@ -984,7 +984,7 @@ std::string Leaks(const MemSnap &a, const MemSnap &b, const MemSnap &c, int half
 	// kB per half: a page per cycle would be 4 * half kB; the tolerance is
 	// 0.8 of that (0.5 for the small per-CPU and stack fields). With no
 	// noise at all on a quiet guest (see Documentation/testing.md), this
-	// still catches one page per cycle at 30 cycles.
+	// still catches one page per cycle at 20 cycles.
 	const long page_per_half = 4 * half;
 	const std::map<std::string, long> tolerance = {{"SUnreclaim", page_per_half * 4 / 5},
 						       {"VmallocUsed", page_per_half * 4 / 5},
@@ -1021,10 +1021,10 @@ TEST_F(OursReload, CyclesUnderOpenSmLeaveNoLeak)
 	// The stack BringUpWithSm loaded goes first, then the warm-up.
 	ASSERT_TRUE(Ok(Run(g, "for m in ib_selftest ib_umad ib_sa ib_mthca ib_uverbs ib_mad ib_core; do "
 			      "  rmmod $m 2>/dev/null; done; ! grep '^ib_' /proc/modules")));
-	// IBSTACK_RELOAD_CYCLES (even, default 30) sets the length; the leak
+	// IBSTACK_RELOAD_CYCLES (even, default 20) sets the length; the leak
 	// thresholds scale with it (Leaks()).
 	const char *env = std::getenv("IBSTACK_RELOAD_CYCLES");
-	const int half = (env ? std::max(10, std::atoi(env)) : 30) / 2;
+	const int half = (env ? std::max(10, std::atoi(env)) : 20) / 2;
 	auto t0 = std::chrono::steady_clock::now();
 	ASSERT_EQ(Cycles(g, 1, 5), "");
 	MemSnap a = Snapshot(g);

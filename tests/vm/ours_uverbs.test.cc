@@ -75,11 +75,8 @@ protected:
 		StartLab(std::move(o), "OursUverbs");
 		if (!lab_)
 			return;
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec(LoadWithUverbs(g->stack()), 120s);
-			if (!r.ok())
-				load_error_ += g->name() + ": loading failed: " + r.output + "\n";
-		}
+		load_error_ = ExecOnAll(
+			lab_->guests(), [](Guest &g) { return LoadWithUverbs(g.stack()); }, "loading failed");
 	}
 	static void TearDownTestSuite() { StopLab(); }
 

@@ -29,11 +29,9 @@ protected:
 			    "vm1");
 		if (!lab_ || !setup_error_.empty())
 			return;
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec("modprobe ib_uverbs", 60s);
-			if (!r.ok())
-				setup_error_ += g->name() + ": modprobe ib_uverbs: " + r.output + "\n";
-		}
+		setup_error_ = ExecOnAll(
+			lab_->guests(), [](Guest &) { return std::string("modprobe ib_uverbs"); }, "modprobe ib_uverbs",
+			60s);
 		// The user verbs of vm0 are ours: out-of-tree ("O") modules.
 		Guest &ours = guest("vm0");
 		if (ours.stack() == Stack::Ours) {

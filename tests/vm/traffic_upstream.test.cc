@@ -341,23 +341,28 @@ TEST_F(Traffic, LinkDownDuringWriteBwThenRecovery)
 	// non-zero. The cut comes ~9 s into a 20 s run, so it cannot have
 	// finished first.
 	ASSERT_TRUE(cli->wait_for(150s)) << "ib_write_bw client hung after the link went down";
+	lab_->mark("the client ended");
 	ExecResult c = cli->result();
 	EXPECT_FALSE(c.timed_out) << c.output;
 	EXPECT_NE(c.status, 0) << c.output;
 	EXPECT_NE(c.output.find("status 12"), std::string::npos) << c.output;
-	srv->wait_for(60s);
+	// The server's end is not asserted: it may wait out its own 20 s.
+	srv->wait_for(3s);
 	if (!srv->done())
 		Run(guest("vm0"), "pkill ib_write_bw; true");
+	lab_->mark("the server ended");
 
 	r = lab_->fabric("link vm0:1 up");
 	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
 	for (Guest *g : lab_->guests()) {
 		EXPECT_TRUE(Ok(WaitPortActive(*g, 90))) << g->name() << ": OpenSM did not bring the port back";
 	}
+	lab_->mark("the ports are ACTIVE again");
 	// IPoIB and a new transfer work again.
 	auto p = Run(guest("vm1"), std::string("for i in $(seq 1 30); do ping -c 1 -W 2 ") + kServerIp +
 					   " >/dev/null && exit 0; done; exit 1", 120s);
 	ASSERT_TRUE(Ok(p));
+	lab_->mark("IPoIB answers again");
 	std::string out = Perftest("ib_write_bw -n 200", std::string("ib_write_bw -n 200 ") + kServerIp);
 	EXPECT_TRUE(HasResultRow(out, 65536, 200));
 	std::string links = lab_->fabric("show links");

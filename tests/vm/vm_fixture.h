@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
+#include <future>
 #include <memory>
 #include <regex>
 #include <string>
@@ -53,14 +55,21 @@ protected:
 	{
 		if (!lab_)
 			GTEST_FAIL() << "the lab did not start:\n" << boot_error_;
+		lab_->mark(std::string("test ") + TestName() + " begins");
 	}
 
 	void TearDown() override
 	{
 		if (!lab_)
 			return;
-		for (Guest *g : lab_->guests()) {
-			auto hits = g->check_new_dmesg();
+		lab_->mark(std::string("test ") + TestName() + " ends");
+		// Every guest's dmesg at once: on the debug kernel one read takes
+		// a second or two of a TCG guest.
+		std::vector<std::pair<Guest *, std::future<std::vector<DmesgHit>>>> checks;
+		for (Guest *g : lab_->guests())
+			checks.emplace_back(g, std::async(std::launch::async, [g] { return g->check_new_dmesg(); }));
+		for (auto &[g, f] : checks) {
+			auto hits = f.get();
 			if (!hits.empty())
 				ADD_FAILURE() << "guest " << g->name() << ": dmesg has problems after this test:\n"
 					      << format_hits(g->dir() + "/dmesg.txt", hits);
@@ -68,6 +77,8 @@ protected:
 	}
 
 	static Guest &guest(const std::string &name) { return lab_->guest(name); }
+
+	static const char *TestName() { return ::testing::UnitTest::GetInstance()->current_test_info()->name(); }
 
 	// Runs `cmd` and returns the result; the output is printed on failure
 	// by the EXPECT/ASSERT using it (see Ok()).
@@ -94,6 +105,24 @@ protected:
 	static inline std::string setup_error_;
 };
 
+// Runs cmd(g) in every guest at once (TCG guests are separate QEMU
+// processes, so their work overlaps) and returns "" when every command
+// succeeded, else "<guest>: <what>: <output>" of the first that failed.
+inline std::string ExecOnAll(const std::vector<Guest *> &guests, const std::function<std::string(Guest &)> &cmd,
+			     const std::string &what, std::chrono::seconds timeout = 120s)
+{
+	std::vector<std::pair<Guest *, std::future<ExecResult>>> runs;
+	for (Guest *g : guests)
+		runs.emplace_back(g, std::async(std::launch::async, [g, &cmd, timeout] { return g->exec(cmd(*g), timeout); }));
+	std::string err;
+	for (auto &[g, f] : runs) {
+		ExecResult r = f.get();
+		if (!r.ok() && err.empty())
+			err = g->name() + " (" + to_string(g->stack()) + "): " + what + ": " + r.describe() + ": " + r.output;
+	}
+	return err;
+}
+
 // Two upstream guests, vm0 and vm1, cabled back to back, with OpenSM in vm0:
 // the setting of the suites that move traffic. A suite calls BringUpPair()
 // from SetUpTestSuite (after StartLab(PairOptions(), ...)) and stores what it
@@ -112,13 +141,14 @@ protected:
 	// ACTIVE. Returns "" when all went well, else what failed.
 	static std::string BringUpPair()
 	{
-		for (Guest *g : lab_->guests()) {
-			auto r = g->exec("modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs && "
-					 "modprobe ib_ipoib",
-					 120s);
-			if (!r.ok())
-				return g->name() + ": loading the stack failed: " + r.output;
-		}
+		std::string err = ExecOnAll(
+			lab_->guests(),
+			[](Guest &) {
+				return "modprobe ib_mthca && modprobe ib_umad && modprobe ib_uverbs && modprobe ib_ipoib";
+			},
+			"loading the stack failed");
+		if (!err.empty())
+			return err;
 		auto sm = lab_->guest("vm0").exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
 		if (!sm.ok())
 			return "opensm did not start: " + sm.output;
@@ -169,11 +199,10 @@ inline LabOptions MixedOptions(std::vector<GuestSpec> guests, const std::string 
 // every port is ACTIVE. Returns "" when all went well, else what failed.
 inline std::string BringUpWithSm(Lab &lab, const std::string &sm, std::chrono::seconds limit = 180s)
 {
-	for (Guest *g : lab.guests()) {
-		auto r = g->exec(LoadCommand(g->stack()), 120s);
-		if (!r.ok())
-			return g->name() + " (" + to_string(g->stack()) + "): loading the stack failed: " + r.output;
-	}
+	std::string err = ExecOnAll(
+		lab.guests(), [](Guest &g) { return LoadCommand(g.stack()); }, "loading the stack failed");
+	if (!err.empty())
+		return err;
 	auto r = lab.guest(sm).exec("opensm -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
 	if (!r.ok())
 		return "opensm did not start in " + sm + ": " + r.output;

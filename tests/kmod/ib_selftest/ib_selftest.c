@@ -64,7 +64,14 @@ MODULE_LICENSE("Dual BSD/GPL");
 #define ST_RETRY_CNT	6
 #define ST_RNR_RETRY	6	/* 7 would retry forever */
 #define ST_MAGIC	0x49425354	/* "IBST" */
-#define ST_TIMEOUT_MS	15000
+
+/*
+ * How long a test waits for each thing it expects.  A test that must fail
+ * (a peer nobody has) waits it out, so the lab lowers it for that case.
+ */
+static unsigned int timeout_ms = 15000;
+module_param(timeout_ms, uint, 0644);
+MODULE_PARM_DESC(timeout_ms, "how long a test waits for each step, in ms (default 15000)");
 
 /* Message types (struct st_msg.type). */
 enum {
@@ -812,15 +819,14 @@ static void st_cancel_wait(struct st_dev *sd)
  */
 static int st_wait(struct st_dev *sd, const char *test, const char *what)
 {
+	unsigned int limit = READ_ONCE(timeout_ms);
 	unsigned long flags;
 	int ret;
 
-	if (!wait_for_completion_timeout(&sd->done,
-					 msecs_to_jiffies(ST_TIMEOUT_MS))) {
+	if (!wait_for_completion_timeout(&sd->done, msecs_to_jiffies(limit))) {
 		st_cancel_wait(sd);
 		snprintf(sd->result, sizeof(sd->result),
-			 "FAIL %s: no %s within %u ms\n", test, what,
-			 ST_TIMEOUT_MS);
+			 "FAIL %s: no %s within %u ms\n", test, what, limit);
 		return -ETIMEDOUT;
 	}
 	spin_lock_irqsave(&sd->lock, flags);

@@ -454,12 +454,17 @@ namespace {
 
 // kmemleak reports an object only once it is 5 s old, and only when a scan
 // finds it unreferenced with the same contents as the scan before (the
-// first scan to see an object takes its checksum): hence two scans.
+// first scan to see an object takes its checksum): hence two scans. The
+// first one runs at once (it only takes checksums, whatever their age);
+// the second starts `settle` seconds after it began at the earliest, so
+// everything allocated before the call is old enough by then. A scan of
+// a debug guest takes several seconds under TCG, which then counts
+// towards the wait instead of coming on top of it.
 std::string kmemleak_command(std::chrono::seconds settle)
 {
 	const std::string f = "/sys/kernel/debug/kmemleak";
-	return "sleep " + std::to_string(settle.count()) + " && echo scan > " + f + " && echo scan > " + f +
-	       " && cat " + f;
+	return "end=$(($(date +%s) + " + std::to_string(settle.count() + 1) + ")) && echo scan > " + f +
+	       " && while [ $(date +%s) -lt $end ]; do sleep 0.2; done && echo scan > " + f + " && cat " + f;
 }
 
 std::vector<DmesgHit> kmemleak_hits(const std::string &dir, const DmesgChecker &checker, const ExecResult &r)
@@ -635,6 +640,7 @@ void Lab::start()
 			}
 			g.qemu_started_ = Clock::now();
 			g.qemu_ = Process::spawn(so);
+			mark("guest " + g.name() + " started");
 		}
 		auto deadline = Clock::now() + opts_.boot_timeout;
 		for (auto &gp : guests_) {
@@ -661,6 +667,7 @@ void Lab::start()
 			g.boot_seconds_ = std::chrono::duration<double>(Clock::now() - g.qemu_started_).count();
 			std::ofstream(g.dir() + "/boot_time.txt") << g.boot_seconds_ << "\n";
 			g.kmemleak_ = g.exec("test -w /sys/kernel/debug/kmemleak", 30s).ok();
+			mark("guest " + g.name() + " booted");
 		}
 	} catch (...) {
 		kill_all();
@@ -852,6 +859,7 @@ LabReport Lab::shutdown()
 	if (shut_down_ || !started_)
 		return rep;
 	stop_control();
+	mark("shutdown");
 	// Leak scans first (all guests at once: each waits for kmemleak's
 	// minimum object age), so that their dmesg lines are checked below.
 	std::map<Guest *, std::shared_ptr<PendingExec>> scans;
@@ -866,6 +874,8 @@ LabReport Lab::shutdown()
 			rep.problems.push_back("guest " + g->name() + ": " + g->dir() + "/kmemleak.txt:" +
 					       std::to_string(h.line_no) + ": [" + h.rule + "] " + h.line);
 	}
+	if (!scans.empty())
+		mark("leak scans done");
 	for (auto &gp : guests_) {
 		Guest &g = *gp;
 		std::set<std::string> seen;
@@ -897,6 +907,7 @@ LabReport Lab::shutdown()
 		} catch (const std::exception &) {
 		}
 	}
+	mark("dmesg checked");
 	for (auto &gp : guests_)
 		if (gp->qemu_.running())
 			gp->agent_.poweroff(3s);
@@ -917,9 +928,22 @@ LabReport Lab::shutdown()
 			rep.problems.push_back("emulator " + describe_status(st) + " on SIGTERM, see " + run_dir_ + "/ibemu.out");
 		emulator_.kill();
 	}
+	mark("stopped");
 	shut_down_ = true;
 	std::ofstream(run_dir_ + "/report.txt") << (rep.ok() ? "ok\n" : rep.text());
 	return rep;
+}
+
+void Lab::mark(const std::string &what)
+{
+	if (run_dir_.empty())
+		return;
+	double t = std::chrono::duration<double>(Clock::now() - made_).count();
+	std::lock_guard lk(timeline_mu_);
+	std::ofstream f(run_dir_ + "/timeline.txt", std::ios::app);
+	char buf[32];
+	snprintf(buf, sizeof buf, "%8.1f ", t);
+	f << buf << what << "\n";
 }
 
 void Lab::kill_all()

@@ -265,6 +265,10 @@ public:
 	// returns the emulator's reply ("ok ..." or "error: ...").
 	std::string fabric(const std::string &command);
 	void serve_control();
+	// Appends "<seconds since the lab was made> <what>" to
+	// <run_dir>/timeline.txt: where a suite's time goes (boots, setup,
+	// each test, the teardown's leak scans and power-off).
+	void mark(const std::string &what);
 
 private:
 	friend class Guest;
@@ -288,6 +292,8 @@ private:
 	std::vector<std::unique_ptr<Guest>> guests_;
 	bool started_ = false, shut_down_ = false;
 	std::unique_ptr<class ControlServer> ctl_;
+	std::chrono::steady_clock::time_point made_ = std::chrono::steady_clock::now();
+	std::mutex timeline_mu_;  // serialises appends to timeline.txt
 };
 
 // "20260507-123456-1234"
