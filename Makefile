@@ -95,8 +95,9 @@ $(CHECKPATCH_DIR)/scripts/checkpatch.pl:
 
 checkpatch: $(CHECKPATCH_DIR)/scripts/checkpatch.pl
 	@if [ -z "$(KSRC)" ]; then echo "checkpatch: no kernel sources yet"; else \
-	  $(CHECKPATCH_DIR)/scripts/checkpatch.pl --strict --no-tree --terse \
-	    --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f $(KSRC); fi
+	  printf '%s\n' $(KSRC) | xargs -P $(JOBS) -n 16 \
+	    $(CHECKPATCH_DIR)/scripts/checkpatch.pl --strict --no-tree --terse \
+	    --ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f; fi
 
 # --- C++ -------------------------------------------------------------------
 $(BUILD)/build.ninja: CMakeLists.txt

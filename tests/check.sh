@@ -66,7 +66,13 @@ for stage in "$@"; do
 	log=$out/$stage.log
 	echo "=== stage $stage ==="
 	t0=$(date +%s)
-	make --no-print-directory "$stage" 2>&1 | tee "$log"
+	# The stages that build kernel modules run make with -j: Kbuild gets
+	# its jobs from the jobserver (the sub-makes pass it on).
+	jobs=()
+	case $stage in
+	all|modules-debug|check-sparse) jobs=(-j "${JOBS:-$(nproc)}") ;;
+	esac
+	make --no-print-directory "${jobs[@]}" "$stage" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	secs=$(( $(date +%s) - t0 ))
 	case $stage in
