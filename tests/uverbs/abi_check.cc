@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -219,6 +220,8 @@ public:
 		if (fd < 0)
 			throw SetupFailed{"open " + ErrName(errno)};
 	}
+	// A file received from elsewhere (closed with the session).
+	explicit Session(int received) : fd(received) {}
 	~Session() { Close(); }
 	Session(const Session &) = delete;
 
@@ -676,6 +679,48 @@ std::string InChild(const std::function<std::string()> &fn)
 	return s;
 }
 
+// Passes fd over a unix socket (SCM_RIGHTS).
+void SendFd(int sock, int fd)
+{
+	char byte = 0;
+	iovec iov{&byte, 1};
+	alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+	msghdr m{};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl;
+	m.msg_controllen = sizeof ctl;
+	cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	if (sendmsg(sock, &m, 0) != 1)
+		throw SetupFailed{"sendmsg " + ErrName(errno)};
+}
+
+// The fd SendFd() passed, or -1.
+int RecvFd(int sock)
+{
+	char byte;
+	iovec iov{&byte, 1};
+	alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+	msghdr m{};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl;
+	m.msg_controllen = sizeof ctl;
+	Guard g("recvmsg");
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cmsghdr *c = CMSG_FIRSTHDR(&m);
+	if (!c || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
+}
+
 // Drops capabilities from the effective set (CAP_IPC_LOCK lifts the
 // memlock limit, CAP_SETUID is not needed after setresuid).
 void DropEffectiveCaps()
@@ -1031,6 +1076,35 @@ const std::vector<Case> &Cases()
 				 a.Context();
 				 return a.TryPd(nullptr);
 			 }));
+		 }},
+
+		// The file (root's, with a context and a PD) reaches a process of
+		// another uid over a unix socket (SCM_RIGHTS): every write() on it
+		// there is EACCES (the CVE-2016-4565 check), and the owner's file
+		// still works.
+		{"fork", "a file passed to another uid over a unix socket", {"EACCES EACCES", "ok"}, {},
+		 [](Steps &s) {
+			 Session a;
+			 a.Context();
+			 Pd pd = a.AllocPd();
+			 int sp[2];
+			 if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+				 throw SetupFailed{"socketpair"};
+			 SendFd(sp[0], a.fd);
+			 close(sp[0]);
+			 s.push_back(InChild([&] {
+				 if (setresuid(65534, 65534, 65534))
+					 return std::string("setresuid failed");
+				 int fd = RecvFd(sp[1]);
+				 if (fd < 0)
+					 return std::string("no fd");
+				 Session b(fd);
+				 // one step: QUERY_DEVICE, then DEALLOC_PD of root's PD
+				 std::string r = b.QueryDevice();
+				 return r + " " + b.DeallocPd(pd.handle);
+			 }));
+			 close(sp[1]);
+			 s.push_back(a.DeallocPd(pd.handle));
 		 }},
 
 		// ---- mr ----------------------------------------------------------
