@@ -30,6 +30,7 @@
 //
 // Exit status: 0 when every case printed matched its table, 1 otherwise,
 // 2 when the device cannot be opened, 3 when a call hung (alarm).
+#include <endian.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +73,7 @@ enum : uint32_t {
 	IB_QP_PORT = 32,
 	IB_QPS_INIT = 1,
 	IB_QPS_RTS = 3,
+	IB_QPS_ERR = 6,
 	IB_SRQ_MAX_WR = 1,
 	IB_SRQ_LIMIT = 2,
 };
@@ -217,6 +220,8 @@ public:
 		if (fd < 0)
 			throw SetupFailed{"open " + ErrName(errno)};
 	}
+	// A file received from elsewhere (closed with the session).
+	explicit Session(int received) : fd(received) {}
 	~Session() { Close(); }
 	Session(const Session &) = delete;
 
@@ -358,14 +363,51 @@ public:
 		return cq;
 	}
 
-	mthca_create_qp QpUdata()
+	// RESIZE_CQ with mthca's udata (or none: ulen 0); the reply's cqe
+	// goes to *got as "cqe=N".
+	std::string TryResize(uint32_t cq, uint32_t cqe, const mthca_resize_cq *u, size_t ulen,
+			      std::string *got = nullptr)
+	{
+		ib_uverbs_resize_cq c{};
+		ib_uverbs_resize_cq_resp resp{};
+		resp.cqe = ~0U;
+		c.response = uintptr_t(&resp);
+		c.cq_handle = cq;
+		c.cqe = cqe;
+		std::string r = Send(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof c, sizeof resp, u, ulen);
+		if (got)
+			*got = "cqe=" + std::to_string(resp.cqe);
+		return r;
+	}
+	// As libmthca resizes: a new ring for cqe entries registered at VA 0.
+	mthca_resize_cq ResizeUdata(uint32_t cqe)
+	{
+		uint32_t nent = 1;
+		while (nent <= cqe)
+			nent <<= 1;
+		mthca_resize_cq u{};
+		u.lkey = RegMr(LibPd().handle, size_t(nent) * 32, 0).lkey;
+		return u;
+	}
+
+	// The receive queue of a QP made with QpUdata(): its buffer and record.
+	struct RecvQueue {
+		uint8_t *buf = nullptr;
+		uint32_t *record = nullptr;
+	};
+	mthca_create_qp QpUdata(RecvQueue *rq = nullptr)
 	{
 		Mr mr = RegMr(LibPd().handle, 64 * 1024, 0);
+		uint8_t *buf = static_cast<uint8_t *>(buffers.back()->p);
 		mthca_create_qp u{};
 		u.lkey = mr.lkey;
 		u.sq_db_page = u.rq_db_page = DbPage();
 		u.sq_db_index = NextDb();
 		u.rq_db_index = NextDb();
+		if (rq) {
+			rq->buf = buf;
+			rq->record = reinterpret_cast<uint32_t *>(uintptr_t(u.rq_db_page + uint64_t(u.rq_db_index) * 8));
+		}
 		return u;
 	}
 	static ib_uverbs_create_qp QpCmd(uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type)
@@ -635,6 +677,48 @@ std::string InChild(const std::function<std::string()> &fn)
 	close(p[0]);
 	waitpid(pid, nullptr, 0);
 	return s;
+}
+
+// Passes fd over a unix socket (SCM_RIGHTS).
+void SendFd(int sock, int fd)
+{
+	char byte = 0;
+	iovec iov{&byte, 1};
+	alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+	msghdr m{};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl;
+	m.msg_controllen = sizeof ctl;
+	cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	if (sendmsg(sock, &m, 0) != 1)
+		throw SetupFailed{"sendmsg " + ErrName(errno)};
+}
+
+// The fd SendFd() passed, or -1.
+int RecvFd(int sock)
+{
+	char byte;
+	iovec iov{&byte, 1};
+	alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+	msghdr m{};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = ctl;
+	m.msg_controllen = sizeof ctl;
+	Guard g("recvmsg");
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cmsghdr *c = CMSG_FIRSTHDR(&m);
+	if (!c || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
 }
 
 // Drops capabilities from the effective set (CAP_IPC_LOCK lifts the
@@ -994,6 +1078,35 @@ const std::vector<Case> &Cases()
 			 }));
 		 }},
 
+		// The file (root's, with a context and a PD) reaches a process of
+		// another uid over a unix socket (SCM_RIGHTS): every write() on it
+		// there is EACCES (the CVE-2016-4565 check), and the owner's file
+		// still works.
+		{"fork", "a file passed to another uid over a unix socket", {"EACCES EACCES", "ok"}, {},
+		 [](Steps &s) {
+			 Session a;
+			 a.Context();
+			 Pd pd = a.AllocPd();
+			 int sp[2];
+			 if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+				 throw SetupFailed{"socketpair"};
+			 SendFd(sp[0], a.fd);
+			 close(sp[0]);
+			 s.push_back(InChild([&] {
+				 if (setresuid(65534, 65534, 65534))
+					 return std::string("setresuid failed");
+				 int fd = RecvFd(sp[1]);
+				 if (fd < 0)
+					 return std::string("no fd");
+				 Session b(fd);
+				 // one step: QUERY_DEVICE, then DEALLOC_PD of root's PD
+				 std::string r = b.QueryDevice();
+				 return r + " " + b.DeallocPd(pd.handle);
+			 }));
+			 close(sp[1]);
+			 s.push_back(a.DeallocPd(pd.handle));
+		 }},
+
 		// ---- mr ----------------------------------------------------------
 		{"mr", "REG_MR, DEREG_MR, twice", {"ok", "ok", "ENOENT"}, {},
 		 [](Steps &s) {
@@ -1242,6 +1355,85 @@ const std::vector<Case> &Cases()
 			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof c, sizeof resp, &u, sizeof u));
 			 c.cq_handle = pd.handle;
 			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof c, sizeof resp, &u, sizeof u));
+		 }},
+		// libmthca's ibv_resize_cq: a new ring registered at VA 0, named
+		// by lkey; the reply has the entries the CQ now has.
+		{"cq", "RESIZE_CQ grow and shrink",
+		 {"ok", "cqe=127", "ok", "cqe=3", "EINVAL", "EINVAL", "cqe=4294967295", "ok"}, {},
+		 [](Steps &s) {
+			 Session a;
+			 a.Context();
+			 Cq cq = a.CreateCq(15);
+			 std::string got;
+			 mthca_resize_cq u = a.ResizeUdata(100);
+			 s.push_back(a.TryResize(cq.handle, 100, &u, sizeof u, &got));
+			 s.push_back(got);
+			 u = a.ResizeUdata(3);
+			 s.push_back(a.TryResize(cq.handle, 3, &u, sizeof u, &got));
+			 s.push_back(got);
+			 s.push_back(a.TryResize(cq.handle, 0, &u, sizeof u));
+			 // past INT_MAX, and past the device's max_cqe: nothing written
+			 s.push_back(a.TryResize(cq.handle, 0x80000000, &u, sizeof u));
+			 s.push_back(a.TryResize(cq.handle, 1 << 24, &u, sizeof u, &got) == "EINVAL" ? got : "resized");
+			 s.push_back(a.DestroyCq(cq.handle));
+		 }},
+		// 6.1's mthca fails a user CQ's resize with EFAULT when its
+		// request cannot be read (none given: a NULL udata pointer); a
+		// size the CQ has already returns before the request is read.
+		{"cq", "RESIZE_CQ without mthca's request", {"EFAULT", "ok", "ENOSPC"}, {},
+		 [](Steps &s) {
+			 Session a;
+			 a.Context();
+			 Cq cq = a.CreateCq(15);
+			 s.push_back(a.TryResize(cq.handle, 100, nullptr, 0));
+			 s.push_back(a.TryResize(cq.handle, 15, nullptr, 0));
+			 ib_uverbs_resize_cq c{};
+			 ib_uverbs_resize_cq_resp resp{};
+			 c.response = uintptr_t(&resp);
+			 c.cq_handle = cq.handle;
+			 c.cqe = 100;
+			 mthca_resize_cq u = a.ResizeUdata(100);
+			 s.push_back(Send(a.fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c, sizeof c, 4, &u, sizeof u));
+		 }},
+		// CQEs outstanding: 12 receives flushed into a CQ of 15 by moving
+		// their QP to ERR (the WQEs laid out as libmthca's post_recv does
+		// on a mem-free HCA, the record counts them). A ring of 8 cannot
+		// hold them: the firmware refuses (ENOMEM); one of 32 can.
+		{"cq", "RESIZE_CQ below the CQEs outstanding", {"ok", "ok", "ENOMEM", "cqe=4294967295", "ok", "cqe=31"},
+		 {},
+		 [](Steps &s) {
+			 Session a;
+			 a.Context();
+			 Pd pd = a.AllocPd();
+			 Cq cq = a.CreateCq(15);
+			 Session::RecvQueue rq;
+			 mthca_create_qp qu = a.QpUdata(&rq);
+			 Qp qp{};
+			 Session::Need("CREATE_QP",
+				       a.TryQp(Session::QpCmd(pd.handle, cq.handle, cq.handle, IB_UVERBS_QPT_RC), &qu,
+					       sizeof qu, &qp));
+			 s.push_back(a.ModifyQp(qp.handle, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+							   IB_QP_ACCESS_FLAGS,
+						IB_QPS_INIT));
+			 // 16 receive WQEs of 64 bytes (next segment, one scatter
+			 // entry with the invalid lkey 0x100), 12 of them posted.
+			 const uint32_t posted = 12;
+			 for (uint32_t i = 0; i < 16; i++) {
+				 uint32_t *w = reinterpret_cast<uint32_t *>(rq.buf + i * 64);
+				 w[0] = htobe32(((i + 1) & 15) << 6);
+				 w[1] = htobe32(2);
+				 w[5] = htobe32(0x100);
+			 }
+			 rq.record[1] = htobe32(qp.qpn << 8 | 4 << 5);
+			 rq.record[0] = htobe32(posted);
+			 s.push_back(a.ModifyQp(qp.handle, IB_QP_STATE, IB_QPS_ERR));
+			 std::string got;
+			 mthca_resize_cq u = a.ResizeUdata(7);
+			 s.push_back(a.TryResize(cq.handle, 7, &u, sizeof u, &got));
+			 s.push_back(got);
+			 u = a.ResizeUdata(31);
+			 s.push_back(a.TryResize(cq.handle, 31, &u, sizeof u, &got));
+			 s.push_back(got);
 		 }},
 		// libmthca arms CQs in user space and never sends REQ_NOTIFY_CQ;
 		// 6.1 answers it EOPNOTSUPP on mthca, whatever the handle.

@@ -673,6 +673,33 @@ static int uverbs_destroy_cq(struct uverbs_cmd_args *args)
 	return uverbs_response(args, &resp, sizeof(resp));
 }
 
+/*
+ * RESIZE_CQ: the driver moves the CQ (for mthca, to the ring named in its
+ * udata) and the reply carries the number of entries it now has.
+ */
+static int uverbs_resize_cq(struct uverbs_cmd_args *args)
+{
+	struct ib_uverbs_resize_cq cmd;
+	struct ib_uverbs_resize_cq_resp resp = {};
+	struct uverbs_uobj *u;
+	struct ib_cq *cq;
+	int ret;
+
+	ret = uverbs_request(args, &cmd, sizeof(cmd));
+	if (ret)
+		return ret;
+	u = uobj_get(args->file, cmd.cq_handle, UVERBS_OBJ_CQ);
+	if (IS_ERR(u))
+		return PTR_ERR(u);
+	cq = u->object;
+	/* u32 in the ABI; past INT_MAX it is negative, which drivers refuse */
+	ret = cq->device->resize_cq(cq, (int)cmd.cqe, &args->udata);
+	if (ret)
+		return ret;
+	resp.cqe = cq->cqe;
+	return uverbs_response(args, &resp, sizeof(resp));
+}
+
 /* ------------------------------------------------------------------ */
 /* queue pairs                                                         */
 /* ------------------------------------------------------------------ */
@@ -1154,6 +1181,9 @@ const struct uverbs_cmd_desc uverbs_cmds[IB_USER_VERBS_CMD_OPEN_QP + 1] = {
 	UVERBS_CMD(CREATE_CQ, uverbs_create_cq,
 		   sizeof(struct ib_uverbs_create_cq),
 		   sizeof(struct ib_uverbs_create_cq_resp), true),
+	UVERBS_CMD(RESIZE_CQ, uverbs_resize_cq,
+		   sizeof(struct ib_uverbs_resize_cq),
+		   sizeof(struct ib_uverbs_resize_cq_resp), true),
 	UVERBS_CMD(DESTROY_CQ, uverbs_destroy_cq,
 		   sizeof(struct ib_uverbs_destroy_cq),
 		   sizeof(struct ib_uverbs_destroy_cq_resp), false),

@@ -758,7 +758,7 @@ EXPORT_SYMBOL(ib_create_cq);
 
 /**
  * ib_resize_cq() - change the number of entries of a CQ
- * @cq: the CQ
+ * @cq: the CQ (a kernel one: a user CQ's new ring comes through ib_uverbs)
  * @cqe: the minimum number of entries wanted
  *
  * May sleep.
@@ -769,7 +769,7 @@ int ib_resize_cq(struct ib_cq *cq, int cqe)
 {
 	if (!cq->device->resize_cq)
 		return -EOPNOTSUPP;
-	return cq->device->resize_cq(cq, cqe);
+	return cq->device->resize_cq(cq, cqe, NULL);
 }
 EXPORT_SYMBOL(ib_resize_cq);
 

@@ -877,42 +877,23 @@ int mthca_dp_destroy_cq(struct ib_cq *ibcq)
 	return 0;
 }
 
-/**
- * mthca_dp_resize_cq() - change the number of entries of a CQ
- * @ibcq: the CQ
- * @entries: completions the CQ must hold at least
- *
- * The HCA moves to a new ring with RESIZE_CQ and keeps its free-running
+/*
+ * A kernel CQ's move to a ring of @nent entries; cq->resize_mutex held.
+ * The HCA moves to the new ring with RESIZE_CQ and keeps its free-running
  * producer index, so the CQEs not polled yet are copied to the same
- * indexes of the new ring before pollers switch to it.  Sleeps.
- *
- * Return: 0, -EINVAL for a bad size, or an errno of the allocation or the
- * firmware (which refuses a ring too small for the CQEs outstanding).
+ * indexes of the new ring before pollers switch to it.
  */
-int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
+static int cq_kernel_resize(struct mthca_dev *dev, struct mthca_cq *cq,
+			    u32 nent)
 {
-	struct mthca_dev *dev = to_mdev(ibcq->device);
-	struct mthca_cq *cq = to_mcq(ibcq);
 	struct mthca_dp_buf ring, old;
-	u32 nent, i, n;
+	u32 i, n;
 	int err;
 
-	if (entries < 1 || entries > dev->limits.max_cqes)
-		return -EINVAL;
-	/* A user CQ's new ring would come as an lkey: not done yet. */
-	if (cq->uctx)
-		return -EOPNOTSUPP;
-	nent = roundup_pow_of_two(entries + 1);
-
-	mutex_lock(&cq->resize_mutex);
-	if (nent == cq->nent) {
-		err = 0;
-		goto out;
-	}
 	err = mthca_dp_buf_alloc(dev, nent * MTHCA_CQE_BYTES,
 				 dev->driver_pd.pdn, true, &ring);
 	if (err)
-		goto out;
+		return err;
 	for (i = 0; i < nent; i++)
 		*mthca_cqe_owner(ring.cpu + i * MTHCA_CQE_BYTES) =
 			MTHCA_CQE_OWNER_HW;
@@ -920,7 +901,7 @@ int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
 	err = mthca_RESIZE_CQ(dev, cq->cqn, ring.lkey, ilog2(nent));
 	if (err) {
 		mthca_dp_buf_free(dev, &ring);
-		goto out;
+		return err;
 	}
 
 	spin_lock_irq(&cq->lock);
@@ -937,7 +918,73 @@ int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries)
 	spin_unlock_irq(&cq->lock);
 
 	mthca_dp_buf_free(dev, &old);
-out:
+	return 0;
+}
+
+/*
+ * A user CQ's move to a ring of @nent entries; cq->resize_mutex held.
+ * libmthca has registered the new ring (at IOVA 0, like the first) and
+ * names it by lkey in struct mthca_resize_cq; it copies the CQEs it has
+ * not polled itself once the command succeeds, and deregisters the old
+ * ring.  The kernel never touches either ring.
+ */
+static int cq_user_resize(struct mthca_dev *dev, struct mthca_cq *cq,
+			  u32 nent, struct ib_udata *udata)
+{
+	struct mthca_resize_cq ucmd;
+	int err;
+
+	/* Whatever stops the request from being read: EFAULT, as 6.1. */
+	if (ib_copy_from_udata(&ucmd, udata, sizeof(ucmd)))
+		return -EFAULT;
+	err = mthca_RESIZE_CQ(dev, cq->cqn, ucmd.lkey, ilog2(nent));
+	if (err)
+		return err;
+
+	spin_lock_irq(&cq->lock);
+	cq->buf.lkey = ucmd.lkey;
+	cq->nent = nent;
+	cq->ibcq.cqe = nent - 1;
+	spin_unlock_irq(&cq->lock);
+	return 0;
+}
+
+/**
+ * mthca_dp_resize_cq() - change the number of entries of a CQ
+ * @ibcq: the CQ
+ * @entries: completions the CQ must hold at least
+ * @udata: a user CQ's struct mthca_resize_cq (the new ring's lkey); NULL
+ *	for a kernel CQ
+ *
+ * Kernel CQs get a new ring from the driver, user CQs bring theirs.  A
+ * size the CQ has already is no work (and reads no @udata).  Sleeps.
+ *
+ * Return: 0, -EINVAL for a bad size or a @udata that does not match the
+ * CQ's kind, -EFAULT when a user CQ's request cannot be read, or an errno
+ * of the allocation or the firmware (-ENOMEM when the new ring is too
+ * small for the CQEs outstanding).
+ */
+int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries,
+		       struct ib_udata *udata)
+{
+	struct mthca_dev *dev = to_mdev(ibcq->device);
+	struct mthca_cq *cq = to_mcq(ibcq);
+	u32 nent;
+	int err;
+
+	if (entries < 1 || entries > dev->limits.max_cqes)
+		return -EINVAL;
+	if (!cq->uctx != !udata)
+		return -EINVAL;
+	nent = roundup_pow_of_two(entries + 1);
+
+	mutex_lock(&cq->resize_mutex);
+	if (nent == cq->nent)
+		err = 0;
+	else if (cq->uctx)
+		err = cq_user_resize(dev, cq, nent, udata);
+	else
+		err = cq_kernel_resize(dev, cq, nent);
 	mutex_unlock(&cq->resize_mutex);
 	return err;
 }

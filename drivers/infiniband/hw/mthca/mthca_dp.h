@@ -397,7 +397,8 @@ struct ib_cq *mthca_dp_create_cq(struct ib_device *ibdev, int entries,
 				 struct ib_udata *udata);
 int mthca_dp_destroy_cq(struct ib_cq *ibcq);
 int mthca_dp_poll_cq(struct ib_cq *ibcq, int nwc, struct ib_wc *wc);
-int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries);
+int mthca_dp_resize_cq(struct ib_cq *ibcq, int entries,
+		       struct ib_udata *udata);
 int mthca_dp_arm_cq(struct ib_cq *ibcq, enum ib_cq_notify how);
 void mthca_dp_cq_clean(struct mthca_cq *cq, u32 qpn, struct mthca_srq *srq);
 void mthca_dp_cq_list_qp(struct mthca_qp *qp);
