@@ -3,7 +3,9 @@
 // tests/kmod/mad_agent_race registers and unregisters MAD agents of our
 // ib_mad while their completions, flushed sends and receive handlers are
 // still running (MADs looped back to the port's own LID; see the module's
-// header). Two suites, each one debug guest (vm0, ours) alone on a switch:
+// header). Two suites, each with one debug guest (vm0, ours) alone on a
+// switch; OursMadRace's lab is the one vm.OursAlone shares with
+// OursUverbsFuzz (ours_alone.h):
 //
 //   OursMadRace        our modules (build/modules-debug): the module says
 //                      PASS, the race really happened (held and storm
@@ -23,7 +25,7 @@
 #include <regex>
 #include <sstream>
 
-#include "vm_fixture.h"
+#include "ours_alone.h"
 
 namespace iblab::vmtest {
 namespace {
@@ -59,15 +61,6 @@ RaceResult RunRace(Guest &g, const std::string &params)
 	return res;
 }
 
-std::string DebugKernelMissing()
-{
-	const char *k = std::getenv("IBLAB_KERNEL_DIR");
-	if (!k || !*k)
-		return "IBLAB_KERNEL_DIR is not set: this suite runs on the debug kernel "
-		       "(make debug-kernel modules-debug modules-debug-broken; ctest sets it)";
-	return "";
-}
-
 LabOptions RaceOptions(const std::string &modules)
 {
 	LabOptions o = MixedOptions({{"vm0", Stack::Ours}}, "star:1");
@@ -75,15 +68,10 @@ LabOptions RaceOptions(const std::string &modules)
 	return o;
 }
 
-class OursMadRace : public VmSuite {
+// On the lab it shares with OursUverbsFuzz (ours_alone.h).
+class OursMadRace : public OursAlone {
 protected:
-	static void SetUpTestSuite()
-	{
-		boot_error_ = DebugKernelMissing();
-		if (boot_error_.empty())
-			StartLab(RaceOptions(OurModulesDir()), "OursMadRace");
-	}
-	static void TearDownTestSuite() { StopLab(); }
+	static void SetUpTestSuite() { BootOnce(); }
 };
 
 TEST_F(OursMadRace, UnregisterWaitsForEveryReference)

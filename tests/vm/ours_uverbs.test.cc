@@ -24,7 +24,7 @@
 #include <regex>
 #include <sstream>
 
-#include "vm_fixture.h"
+#include "ours_user_verbs.h"
 
 namespace iblab::vmtest {
 namespace {
@@ -63,22 +63,19 @@ std::string NormaliseGuids(const Guest &g, std::string text)
 	return text;
 }
 
+// The lab of vm.OursUserVerbs (ours_user_verbs.h): OursUverbs runs first,
+// without an SM; OursVerbs then starts OpenSM in the same guests.
 class OursUverbs : public VmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		LabOptions o = MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b");
-		// The ABI checker runs from the build tree, which the guest does
-		// not see through its root when the tree lies under /tmp (a tmpfs
-		// in the guest): share its directory at the same path.
-		o.shares.push_back(std::filesystem::path(UVERBS_ABI_CHECK_BINARY).parent_path().string());
-		StartLab(std::move(o), "OursUverbs");
+		ShareLab(UserVerbsLab(), "OursUserVerbs");
 		if (!lab_)
 			return;
 		load_error_ = ExecOnAll(
 			lab_->guests(), [](Guest &g) { return LoadWithUverbs(g.stack()); }, "loading failed");
 	}
-	static void TearDownTestSuite() { StopLab(); }
+	static void TearDownTestSuite() {}  // SharedLabEnvironment stops the lab
 
 	void SetUp() override
 	{
@@ -288,6 +285,9 @@ TEST_F(OursUverbs, Reloads)
 	ASSERT_TRUE(Ok(Run(g, "rmmod ib_uverbs && test ! -e /sys/class/infiniband_verbs && modprobe ib_uverbs && "
 			      "ibv_devinfo >/dev/null")));
 }
+
+// The shared lab stops when the program ends.
+const auto *const kSharedEnv = ::testing::AddGlobalTestEnvironment(new SharedLabEnvironment);
 
 }  // namespace
 }  // namespace iblab::vmtest

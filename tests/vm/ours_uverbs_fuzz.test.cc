@@ -3,7 +3,7 @@
 // (KASAN, lockdep, kmemleak, ...; Documentation/lab.md).
 //
 //   OursUverbsFuzz  one guest of ours (vm0) on the debug kernel, alone on a
-//                   switch, no SM. tests/uverbs/abi_check --fuzz N: no
+//                   switch, no SM (the lab of vm.OursAlone, ours_alone.h). tests/uverbs/abi_check --fuzz N: no
 //                   hang, no write outside a response room, a fresh
 //                   context afterwards; then a kmemleak scan finds nothing,
 //                   the device still answers every case of the tester as
@@ -19,37 +19,29 @@
 #include <filesystem>
 #include <string>
 
-#include "vm_fixture.h"
+#include "ours_alone.h"
 
 namespace iblab::vmtest {
 namespace {
 
-std::string Env(const char *name, const char *fallback)
+std::string EnvOr(const char *name, const char *fallback)
 {
 	const char *e = std::getenv(name);
 	return e && *e ? e : fallback;
 }
 
-class OursUverbsFuzz : public VmSuite {
+// On the lab it shares with OursMadRace (ours_alone.h).
+class OursUverbsFuzz : public OursAlone {
 protected:
 	static void SetUpTestSuite()
 	{
-		const char *k = std::getenv("IBLAB_KERNEL_DIR");
-		if (!k || !*k) {
-			boot_error_ = "IBLAB_KERNEL_DIR is not set: this suite runs on the debug kernel "
-				      "(make debug-kernel modules-debug; ctest sets it)";
-			return;
-		}
-		LabOptions o = MixedOptions({{"vm0", Stack::Ours}}, "star:1");
-		o.shares.push_back(std::filesystem::path(UVERBS_ABI_CHECK_BINARY).parent_path().string());
-		StartLab(std::move(o), "OursUverbsFuzz");
+		BootOnce();
 		if (!lab_)
 			return;
 		auto r = guest("vm0").exec(LoadCommand(Stack::Ours) + " && modprobe ib_uverbs", 180s);
 		if (!r.ok())
 			load_error_ = "loading failed: " + r.output;
 	}
-	static void TearDownTestSuite() { StopLab(); }
 
 	void SetUp() override
 	{
@@ -65,8 +57,8 @@ TEST_F(OursUverbsFuzz, NoReportNoLeakAndTheDeviceWorksAfterwards)
 {
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(g.has_kmemleak()) << "the guest's kernel has no kmemleak: not the debug kernel";
-	const std::string calls = Env("IBSTACK_UVERBS_FUZZ_CALLS", "100000");
-	const std::string seed = Env("IBSTACK_UVERBS_FUZZ_SEED", "1");
+	const std::string calls = EnvOr("IBSTACK_UVERBS_FUZZ_CALLS", "100000");
+	const std::string seed = EnvOr("IBSTACK_UVERBS_FUZZ_SEED", "1");
 	const std::string bin = UVERBS_ABI_CHECK_BINARY;
 
 	auto start = std::chrono::steady_clock::now();
@@ -92,6 +84,9 @@ TEST_F(OursUverbsFuzz, NoReportNoLeakAndTheDeviceWorksAfterwards)
 	EXPECT_TRUE(Ok(q)) << q.output;
 	EXPECT_NE(q.output.find("cq_resize_check: 0 failed"), std::string::npos) << q.output;
 }
+
+// The shared lab stops when the program ends.
+const auto *const kAloneEnv = ::testing::AddGlobalTestEnvironment(new SharedLabEnvironment);
 
 }  // namespace
 }  // namespace iblab::vmtest

@@ -16,18 +16,22 @@
 #include <regex>
 #include <thread>
 
-#include "vm_fixture.h"
+#include "ours_user_verbs.h"
 
 namespace iblab::vmtest {
 namespace {
 
-class OursVerbs : public SmSuite {
+// On the lab of vm.OursUserVerbs (ours_user_verbs.h), after OursUverbs.
+class OursVerbs : public GatedSuite {
 protected:
 	static void SetUpTestSuite()
 	{
-		StartWithSm(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}}, "b2b"), "OursVerbs",
-			    "vm1");
-		if (!lab_ || !setup_error_.empty())
+		setup_error_.clear();
+		ShareLab(UserVerbsLab(), "OursUserVerbs");
+		if (!lab_)
+			return;
+		setup_error_ = BringUpWithSm(*lab_, "vm1");
+		if (!setup_error_.empty())
 			return;
 		setup_error_ = ExecOnAll(
 			lab_->guests(), [](Guest &) { return std::string("modprobe ib_uverbs"); }, "modprobe ib_uverbs",

@@ -24,7 +24,24 @@ namespace iblab::vmtest {
 using namespace std::chrono_literals;
 
 class VmSuite : public ::testing::Test {
+public:
+	// Stops a lab shared by the suites of one run (ShareLab); what the
+	// teardown finds fails the run. SharedLabEnvironment calls it.
+	static void StopSharedLab() { StopLab(); }
+
 protected:
+	// The suites that one ctest test runs in one process (iblab_vm_test
+	// NAME, tests/vm/CMakeLists.txt) can share a lab with the same
+	// options: the first to call this boots it, the later ones find it
+	// running (and what the earlier ones left loaded). Such suites leave
+	// TearDownTestSuite empty; SharedLabEnvironment stops the lab when the
+	// program ends. A failed boot is not retried.
+	static void ShareLab(LabOptions o, const std::string &name)
+	{
+		if (!lab_ && boot_error_.empty())
+			StartLab(std::move(o), name);
+	}
+
 	// Boots the lab; a failure is remembered and fails every test of the suite.
 	static void StartLab(LabOptions o, const std::string &suite)
 	{
@@ -89,6 +106,12 @@ protected:
 
 	static inline std::unique_ptr<Lab> lab_;
 	static inline std::string boot_error_;
+};
+
+// Registered (once) by a program whose suites ShareLab().
+class SharedLabEnvironment : public ::testing::Environment {
+public:
+	void TearDown() override { VmSuite::StopSharedLab(); }
 };
 
 // A suite with a setup step after the boot (bringing the fabric up): what

@@ -692,6 +692,8 @@ static int uverbs_resize_cq(struct uverbs_cmd_args *args)
 	if (IS_ERR(u))
 		return PTR_ERR(u);
 	cq = u->object;
+	if (!cq->device->resize_cq)
+		return -EOPNOTSUPP;
 	/* u32 in the ABI; past INT_MAX it is negative, which drivers refuse */
 	ret = cq->device->resize_cq(cq, (int)cmd.cqe, &args->udata);
 	if (ret)
