@@ -813,6 +813,17 @@ struct ib_device {
 	int                        (*dealloc_ucontext)(struct ib_ucontext *context);
 	int                        (*mmap)(struct ib_ucontext *context,
 					   struct vm_area_struct *vma);
+	/*
+	 * Optional.  The device is going away while a process still holds
+	 * @context: take every mapping made by mmap() away from it (a later
+	 * access faults) and see that no driver code is reached through
+	 * those mappings afterwards.  Called once, in process context (may
+	 * sleep, takes mmap_lock), before the objects of @context are
+	 * destroyed and dealloc_ucontext() frees it.  A driver with it lets
+	 * ib_uverbs drop a process from the device at remove() instead of
+	 * waiting for it to close the device (Documentation/uverbs.md).
+	 */
+	void                       (*disassociate_ucontext)(struct ib_ucontext *context);
 	struct ib_pd *             (*alloc_pd)(struct ib_device *device,
 					       struct ib_ucontext *context,
 					       struct ib_udata *udata);

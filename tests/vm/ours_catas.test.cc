@@ -11,9 +11,25 @@
 // (issue 8): the work the dead HCA had must complete (as flushed), or the
 // MAD users, the reset and the unload hang.
 //
+// Issue 10, device removal under user verbs: ib_write_bw runs in loopback
+// on vm0 (server and client both there) and an ibv_asyncwatch holds the
+// async fd when the device goes away, by rmmod ib_mthca and then by a
+// catastrophic error. ib_uverbs disassociates the processes: rmmod returns
+// at once, the processes end with an error (SIGBUS at the zapped doorbell
+// page, or EIO from the next command), the async fd reports the fatal
+// error and then EIO, no task hangs; the device comes back and an
+// ibv_rc_pingpong loopback passes. On the debug lane kmemleak then finds
+// nothing of our modules (upstream cannot disassociate mthca, so these
+// cases are for ours only).
+//
 // vm0 plays "ours" (IBSTACK_OURS_STACK=upstream runs the same test on the
 // upstream driver, which is how the test itself was checked); both guests
 // sit on one switch (switch2.topo).
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <regex>
+
 #include "vm_fixture.h"
 
 namespace iblab::vmtest {
@@ -21,7 +37,7 @@ namespace {
 
 const std::string kState = "/sys/class/infiniband/mthca0/ports/1/state";
 
-class OursCatas : public SmSuite {
+class OursCatasBase : public SmSuite {
 protected:
 	static void SetUpTestSuite()
 	{
@@ -103,6 +119,96 @@ protected:
 				   "); do pgrep -x 'saquery|smpquery' >/dev/null || exit 0; sleep 1; done; "
 				   "ps -eo pid,stat,wchan:32,args | grep -E 'saquery|smpquery' | grep -v grep; exit 1",
 			   std::chrono::seconds(secs + 30));
+	}
+};
+
+// --- issue 10: removal while processes hold the device ---------------------
+
+// The removal cases' helpers; every case of the file is in this suite.
+class OursCatas : public OursCatasBase {
+protected:
+	// How long each perftest side runs (-D). A client whose send queue is
+	// full only polls its CQ in user space, which no kernel can stop, so
+	// it ends at the latest when its duration does; then its commands
+	// (destroy) get EIO and it exits with an error.
+	static constexpr int kDuration = 20;
+	// rmmod with the processes disassociated: one SRCU grace period and
+	// the destroy of a handful of objects on top of a plain rmmod of
+	// ib_mthca (the whole rmmod took 6 s on the debug TCG guest of a
+	// loaded host). A remove that waited for the files would wait for
+	// the processes, which nothing ends before their -D duration.
+	static constexpr int kRmmodSecs = 20;
+	// From the removal to the end of both perftest processes and the
+	// async watcher: the watcher wakes with the fatal event and then EIO
+	// at once; the client dies at its next doorbell (SIGBUS) or, when it
+	// was only polling, at the end of its duration at its first command
+	// (EIO); the server then loses its TCP peer or gets EIO itself.
+	static constexpr int kExitSecs = kDuration + 20;
+
+	// Starts ib_write_bw server and client (port `port`) and ibv_asyncwatch
+	// on `g`, and waits until the traffic runs. Each writes its output and
+	// then "rc=<status>" to /tmp/{bws,bwc,aw}.out.
+	static ExecResult StartUserTraffic(Guest &g, int port)
+	{
+		// Unbuffered: the header line says the run has begun.
+		const std::string bw = "stdbuf -o0 ib_write_bw -d mthca0 -D " + std::to_string(kDuration) + " -p " +
+				       std::to_string(port);
+		return Run(g,
+			   "modprobe ib_uverbs || exit 1; rm -f /tmp/bws.out /tmp/bwc.out /tmp/aw.out; "
+			   "(stdbuf -o0 ibv_asyncwatch >/tmp/aw.out 2>&1; echo rc=$? >>/tmp/aw.out) </dev/null >/dev/null 2>&1 & "
+			   "(" + bw + " >/tmp/bws.out 2>&1; echo rc=$? >>/tmp/bws.out) </dev/null >/dev/null 2>&1 & "
+			   "sleep 2; "
+			   "(" + bw + " localhost >/tmp/bwc.out 2>&1; echo rc=$? >>/tmp/bwc.out) </dev/null >/dev/null 2>&1 & "
+			   "end=$(($(date +%s) + 60)); "
+			   "until grep -q '#bytes' /tmp/bwc.out 2>/dev/null; do "
+			   "if grep -q rc= /tmp/bwc.out 2>/dev/null || [ $(date +%s) -ge $end ]; then "
+			   "ps -eo pid,stat,wchan:32,args | grep -E 'ib_write|asyncw'; "
+			   "tail /tmp/bws.out /tmp/bwc.out /tmp/aw.out; exit 1; fi; sleep 1; done; sleep 3; "
+			   "grep -q rc= /tmp/bws.out /tmp/bwc.out /tmp/aw.out && { tail /tmp/*.out; exit 1; }; exit 0",
+			   120s);
+	}
+
+	// Waits until the three processes of StartUserTraffic() have ended,
+	// at most `secs` seconds; prints their outputs.
+	static ExecResult WaitUserTrafficEnds(Guest &g, int secs)
+	{
+		return Run(g,
+			   "end=$(($(date +%s) + " + std::to_string(secs) + ")); "
+			   "until grep -q rc= /tmp/bws.out && grep -q rc= /tmp/bwc.out && grep -q rc= /tmp/aw.out; do "
+			   "if [ $(date +%s) -ge $end ]; then ps -eo pid,stat,wchan:32,args | grep -E 'ib_write|asyncw'; "
+			   "tail /tmp/bws.out /tmp/bwc.out /tmp/aw.out; exit 1; fi; sleep 1; done; "
+			   "for f in bws bwc aw; do echo \"== $f\"; cat /tmp/$f.out; done",
+			   std::chrono::seconds(secs + 60));
+	}
+
+	// Both perftest sides and the watcher ended with an error, and the
+	// watcher saw the fatal error before its reads failed.
+	static void ExpectEndedWithErrors(const std::string &out)
+	{
+		std::smatch m;
+		for (const char *f : {"bws", "bwc", "aw"}) {
+			std::regex re(std::string("== ") + f + "\n(.|\n)*?rc=([0-9]+)");
+			ASSERT_TRUE(std::regex_search(out, m, re)) << out;
+			EXPECT_NE(m[2].str(), "0") << f << " ended without an error:\n" << out;
+		}
+		EXPECT_NE(out.find("IBV_EVENT_DEVICE_FATAL"), std::string::npos)
+			<< "the async fd did not report IB_EVENT_DEVICE_FATAL:\n" << out;
+	}
+
+	// The device is back and user verbs work on it: ibv_rc_pingpong in
+	// loopback, with data validation.
+	static void ExpectPingpongLoopback(Guest &g)
+	{
+		ASSERT_TRUE(Ok(WaitPortActive(g, 180))) << Diagnose(g);
+		auto r = Run(g,
+			     "(ibv_rc_pingpong -g 0 -n 50 -c -p 18600 >/tmp/pps.out 2>&1; echo rc=$? >>/tmp/pps.out) "
+			     "</dev/null >/dev/null 2>&1 & sleep 2; "
+			     "ibv_rc_pingpong -g 0 -n 50 -c -p 18600 localhost; c=$?; "
+			     "for i in $(seq 1 30); do grep -q rc= /tmp/pps.out && break; sleep 1; done; "
+			     "echo '== server'; cat /tmp/pps.out; [ $c = 0 ] && grep -q rc=0 /tmp/pps.out",
+			     120s);
+		EXPECT_TRUE(Ok(r));
+		EXPECT_NE(r.output.find("50 iters in"), std::string::npos) << r.output;
 	}
 };
 
@@ -192,6 +298,78 @@ TEST_F(OursCatas, WithoutResetTheStackStillUnloadsAndReloads)
 	ASSERT_TRUE(Ok(Run(g, "echo 0 > /sys/module/ib_mthca/parameters/catas_reset_disable")));
 	ASSERT_TRUE(Ok(WaitPortActive(g, 180))) << Diagnose(g);
 	EXPECT_TRUE(Ok(SaQuery(g)));
+}
+
+TEST_F(OursCatas, RmmodDisassociatesUserVerbs)
+{
+	if (OursRole() != Stack::Ours)
+		GTEST_SKIP() << "upstream ib_mthca cannot disassociate: rmmod waits for the users";
+	Guest &g = guest("vm0");
+	ASSERT_TRUE(Ok(WaitPortActive(g, 120)));
+	if (g.has_kmemleak()) {
+		ASSERT_TRUE(Ok(Run(g, "echo clear > /sys/kernel/debug/kmemleak")));
+	}
+	ASSERT_TRUE(Ok(StartUserTraffic(g, 18530)));
+
+	auto rm = Run(g,
+		      "s=$(date +%s); timeout " + std::to_string(kRmmodSecs) +
+			      " rmmod ib_mthca; rc=$?; echo \"rmmod: rc=$rc in $(($(date +%s) - s)) s\"; exit $rc",
+		      std::chrono::seconds(kRmmodSecs + 60));
+	EXPECT_TRUE(Ok(rm)) << "rmmod ib_mthca did not finish within " << kRmmodSecs << " s";
+	std::cout << rm.output;
+	auto ends = WaitUserTrafficEnds(g, kExitSecs);
+	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kExitSecs << " s";
+	if (ends.ok())
+		ExpectEndedWithErrors(ends.output);
+	EXPECT_EQ(Run(g, "test -e /sys/class/infiniband_verbs/uverbs0").status, 1) << "uverbs0 outlived its device";
+	// Whatever happened, the next cases get their device back.
+	Run(g, "pkill -9 -x ib_write_bw; pkill -9 -x ibv_asyncwatch; true", 30s);
+
+	ASSERT_TRUE(Ok(Run(g, "modprobe ib_mthca", 120s)));
+	ExpectPingpongLoopback(g);
+}
+
+TEST_F(OursCatas, CatasDisassociatesUserVerbs)
+{
+	if (OursRole() != Stack::Ours)
+		GTEST_SKIP() << "upstream ib_mthca cannot disassociate: the reset waits for the users";
+	Guest &g = guest("vm0");
+	ASSERT_TRUE(Ok(WaitPortActive(g, 180)));
+	const std::string resetting = "resetting after a catastrophic error";
+	int seen = CountDmesg(g, resetting);
+	ASSERT_GE(seen, 0);
+	ASSERT_TRUE(Ok(StartUserTraffic(g, 18540)));
+	std::string r = lab_->fabric("catas vm0 0x0400002a");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	// Detection takes up to a poll period (5 s); the reset unregisters the
+	// device, which disassociates the processes.
+	ASSERT_TRUE(Ok(WaitDmesg(g, resetting, 60, seen)));
+	auto ends = WaitUserTrafficEnds(g, kExitSecs);
+	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kExitSecs << " s of the reset";
+	if (ends.ok())
+		ExpectEndedWithErrors(ends.output);
+	Run(g, "pkill -9 -x ib_write_bw; pkill -9 -x ibv_asyncwatch; true", 30s);
+	// The fatal error is reported once, though both the catas handler and
+	// the disassociation raise it.
+	auto aw = Run(g, "grep -c IBV_EVENT_DEVICE_FATAL /tmp/aw.out", 30s);
+	EXPECT_EQ(aw.output, "1\n") << Run(g, "cat /tmp/aw.out", 30s).output;
+	ExpectPingpongLoopback(g);
+}
+
+// After the removals: kmemleak finds nothing allocated by our modules.
+TEST_F(OursCatas, NoLeakAfterTheRemovals)
+{
+	Guest &g = guest("vm0");
+	if (!g.has_kmemleak())
+		GTEST_SKIP() << "kmemleak: not on the debug kernel lane";
+	auto leaks = g.check_kmemleak();
+	std::ifstream in(g.dir() + "/kmemleak.txt");
+	std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	const std::regex ours("\\[(ib_[a-z_]+)\\]");
+	for (const auto &h : leaks)
+		if (h.rule != "kmemleak")
+			ADD_FAILURE() << h.line;
+	EXPECT_FALSE(std::regex_search(report, ours)) << "kmemleak:\n" << report;
 }
 
 }  // namespace

@@ -8,8 +8,11 @@
  * Objects and their lifetimes:
  *  - struct uverbs_device: one per ib_device.  Its struct device (uverbsN
  *    in class infiniband_verbs) owns the memory; the cdev's kobject pins
- *    it, so an open file keeps it.  @users counts the open files plus one
- *    for the client; remove() drops that one and waits on @users_done.
+ *    it, so an open file keeps it.  When the driver can disassociate a
+ *    user context, remove() takes every open file off the device
+ *    (uverbs_file_disassociate()) and returns without waiting for them;
+ *    otherwise @users counts the open files plus one for the client, and
+ *    remove() drops that one and waits on @users_done.
  *  - struct uverbs_file: one per open uverbsN.  Counted by the open file
  *    and by each of its completion channels (which may outlive it).
  *  - struct uverbs_event_file: the async event fd of GET_CONTEXT (counted
@@ -20,9 +23,13 @@
  *    @mutex.  Its unread events are on its lists, under the lock of the
  *    event file they are queued on.
  *
- * Lock order: uverbs_file.mutex, then uverbs_event_file.lock.  The
- * device's event handler and the CQ/QP/SRQ handlers take only an event
- * file's lock (from any context, interrupts off).
+ * Lock order: uverbs_device.lock and uverbs_file.mutex are never held
+ * together; uverbs_file.mutex, then mmap_lock (pinning, and the driver's
+ * disassociate_ucontext()), then uverbs_file.chans_lock, then
+ * uverbs_event_file.lock.  The device's event handler and the CQ/QP/SRQ
+ * handlers take only an event file's lock (from any context, interrupts
+ * off).  uverbs_device.srcu is a read-side section, not a lock: no
+ * writer ever waits for it while holding anything a reader takes.
  */
 #ifndef UVERBS_H
 #define UVERBS_H
@@ -37,6 +44,7 @@
 #include <linux/poll.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
+#include <linux/srcu.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -47,21 +55,40 @@
  * struct uverbs_device - ib_uverbs' client data for an ib_device
  * @dev: uverbsN in class infiniband_verbs; its release frees this
  * @cdev: the character device; its kobject's parent is @dev
- * @ib_dev: the device; valid for as long as any file is open, since
- *	remove() waits for the last file (no disassociation yet)
- * @lock: mutex; guards @dead against open()
+ * @ib_dev: the device.  Valid until remove() returns; a file reaches it
+ *	only inside an @srcu read-side section that found @gone false, or
+ *	under its own @mutex before it is detached (see @files).
+ * @lock: mutex; guards @dead against open(), and @files
  * @dead: remove() has begun; open() fails with -ENXIO
+ * @gone: set by remove() before it waits out @srcu: from then on write()
+ *	and mmap() fail with -EIO without reaching @ib_dev
+ * @srcu: every write() command and every mmap() runs inside a read-side
+ *	section of it and checks @gone first; remove() sets @gone and then
+ *	synchronize_srcu(), after which no command or mmap() is in flight
+ *	and none can start.  Readers sleep in it (commands pin memory); the
+ *	only waiter is remove(), which holds nothing a reader takes.
+ * @files: the open files not yet detached (uverbs_file.list); a file
+ *	leaves it at release only after it is done with @ib_dev, and
+ *	remove() takes each one off it and detaches it
+ * @disassociate: the driver has disassociate_ucontext(): remove() does
+ *	not wait for the files, and open() does not pin the driver
  * @users: open files, plus one held by the client until remove()
- * @users_done: completed when @users drops to zero
+ * @users_done: completed when @users drops to zero (waited on by
+ *	remove() only without @disassociate)
  * @devnum: N
  */
 struct uverbs_device {
 	struct device		dev;
 	struct cdev		cdev;
 	struct ib_device	*ib_dev;
-	/* guards dead: open() checks it and takes a user under it */
+	/* guards dead and files: open() checks dead and joins files under it */
 	struct mutex		lock;
 	bool			dead;
+	bool			gone;
+	/* read side: write() and mmap(); writer: remove() (see above) */
+	struct srcu_struct	srcu;
+	struct list_head	files;
+	bool			disassociate;
 	refcount_t		users;
 	struct completion	users_done;
 	int			devnum;
@@ -82,6 +109,11 @@ struct uverbs_file;
  * @wait: readers and pollers
  * @async_queue: SIGIO subscribers
  * @closed: the fd was released; events are dropped
+ * @gone: the device went away under the file (disassociation): read()
+ *	returns what is queued and then -EIO, poll() reports EPOLLERR
+ * @fatal: an IB_EVENT_DEVICE_FATAL is (or was) queued on this async fd;
+ *	another one is not queued
+ * @chan_list: a completion channel's place on its owner's @chans
  * @comp: a completion channel: read() returns struct
  *	ib_uverbs_comp_event_desc (8 bytes), else the async descriptor
  * @owner: a completion channel's uverbs_file (holds its @ref); only
@@ -95,8 +127,11 @@ struct uverbs_event_file {
 	wait_queue_head_t	wait;
 	struct fasync_struct	*async_queue;
 	bool			closed;
+	bool			gone;
+	bool			fatal;
 	bool			comp;
 	struct uverbs_file	*owner;
+	struct list_head	chan_list;
 };
 
 /**
@@ -134,6 +169,12 @@ struct uverbs_event {
  * @handler_registered: @event_handler is registered
  * @objs: user handle -> struct uverbs_uobj (the xarray's own lock
  *	covers its internals; its contents change only under @mutex)
+ * @list: on udev->files while not @detached (under udev->lock)
+ * @detached: under @mutex; the file is done with the device: its objects
+ *	and context are gone (at release, or by disassociation)
+ * @chans_lock: spinlock (process context only); guards @chans
+ * @chans: the completion channels this file made (uverbs_event_file
+ *	.chan_list), so that disassociation can wake their readers
  */
 struct uverbs_file {
 	struct kref		ref;
@@ -145,6 +186,11 @@ struct uverbs_file {
 	struct ib_event_handler	event_handler;
 	bool			handler_registered;
 	struct xarray		objs;
+	struct list_head	list;
+	bool			detached;
+	/* guards chans; inside mutex, outside the channels' locks */
+	spinlock_t		chans_lock;
+	struct list_head	chans;
 };
 
 /*

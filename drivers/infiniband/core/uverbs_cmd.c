@@ -1115,10 +1115,11 @@ static int uverbs_destroy_srq(struct uverbs_cmd_args *args)
 
 /**
  * uverbs_file_teardown() - destroy everything a file created
- * @file: the file, at its release
+ * @file: the file, its @mutex held: at its release, or when the device
+ *	goes away under it (disassociation)
  *
  * Objects go in type order (users before what they use), then the
- * context; the async event file lives on until its own fd is closed.
+ * context; the async event file stays with @file (uverbs_main.c).
  */
 void uverbs_file_teardown(struct uverbs_file *file)
 {
@@ -1127,7 +1128,7 @@ void uverbs_file_teardown(struct uverbs_file *file)
 	unsigned long id;
 	int type;
 
-	mutex_lock(&file->mutex);
+	lockdep_assert_held(&file->mutex);
 	if (file->handler_registered) {
 		ib_unregister_event_handler(&file->event_handler);
 		file->handler_registered = false;
@@ -1145,11 +1146,6 @@ void uverbs_file_teardown(struct uverbs_file *file)
 		ib_dev->dealloc_ucontext(file->ucontext);
 		file->ucontext = NULL;
 	}
-	if (file->async) {
-		uverbs_event_file_put(file->async);
-		file->async = NULL;
-	}
-	mutex_unlock(&file->mutex);
 }
 
 #define UVERBS_CMD(_cmd, _fn, _req, _resp, _udata)			\

@@ -67,8 +67,12 @@ static void uverbs_event_file_free(struct kref *ref)
 	struct uverbs_event_file *ev =
 		container_of(ref, struct uverbs_event_file, ref);
 
-	if (ev->owner)
+	if (ev->owner) {
+		spin_lock(&ev->owner->chans_lock);
+		list_del(&ev->chan_list);
+		spin_unlock(&ev->owner->chans_lock);
 		uverbs_file_put(ev->owner);
+	}
 	kfree(ev);
 }
 
@@ -92,11 +96,17 @@ static ssize_t uverbs_event_read(struct file *filp, char __user *buf,
 
 	spin_lock_irqsave(&ev->lock, flags);
 	while (list_empty(&ev->events)) {
+		/* The device went away: what was queued is read, then EIO. */
+		if (ev->gone) {
+			spin_unlock_irqrestore(&ev->lock, flags);
+			return -EIO;
+		}
 		spin_unlock_irqrestore(&ev->lock, flags);
 		if (filp->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		ret = wait_event_interruptible(ev->wait,
-					       !list_empty(&ev->events));
+					       !list_empty(&ev->events) ||
+					       READ_ONCE(ev->gone));
 		if (ret)
 			return ret;
 		spin_lock_irqsave(&ev->lock, flags);
@@ -131,6 +141,9 @@ static __poll_t uverbs_event_poll(struct file *filp,
 	spin_lock_irqsave(&ev->lock, flags);
 	if (!list_empty(&ev->events))
 		mask = EPOLLIN | EPOLLRDNORM;
+	/* read() does not block any more: it returns EIO. */
+	if (ev->gone)
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLERR;
 	spin_unlock_irqrestore(&ev->lock, flags);
 	return mask;
 }
@@ -202,10 +215,14 @@ struct uverbs_event_file *uverbs_event_file_create(struct file **filp,
 		kfree(ev);
 		return ERR_CAST(*filp);
 	}
+	INIT_LIST_HEAD(&ev->chan_list);
 	if (owner) {
 		ev->comp = true;
 		ev->owner = owner;
 		kref_get(&owner->ref);
+		spin_lock(&owner->chans_lock);
+		list_add_tail(&ev->chan_list, &owner->chans);
+		spin_unlock(&owner->chans_lock);
 	}
 	kref_get(&ev->ref);
 	return ev;
@@ -263,11 +280,14 @@ static void uverbs_event_queue(struct uverbs_event_file *ev, u64 element,
 	e->counter = counter;
 
 	spin_lock_irqsave(&ev->lock, flags);
-	if (ev->closed) {
+	if (ev->closed || (!ev->comp && type == IB_EVENT_DEVICE_FATAL &&
+			   ev->fatal)) {
 		spin_unlock_irqrestore(&ev->lock, flags);
 		kfree(e);
 		return;
 	}
+	if (!ev->comp && type == IB_EVENT_DEVICE_FATAL)
+		ev->fatal = true;
 	list_add_tail(&e->list, &ev->events);
 	if (counter)
 		list_add_tail(&e->obj_list, obj_list);
@@ -368,6 +388,21 @@ void uverbs_event_purge(struct uverbs_event_file *ev,
 		kfree(e);
 }
 
+/*
+ * The device went away under @ev: wake its readers and pollers, which
+ * drain what is queued and then get EIO.
+ */
+static void uverbs_event_file_gone(struct uverbs_event_file *ev)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ev->lock, flags);
+	ev->gone = true;
+	spin_unlock_irqrestore(&ev->lock, flags);
+	wake_up_interruptible(&ev->wait);
+	kill_fasync(&ev->async_queue, SIGIO, POLL_IN);
+}
+
 /* ------------------------------------------------------------------ */
 /* the uverbsN files                                                   */
 /* ------------------------------------------------------------------ */
@@ -402,40 +437,73 @@ static int uverbs_open(struct inode *inode, struct file *filp)
 	struct uverbs_file *file;
 	int ret;
 
-	mutex_lock(&udev->lock);
-	if (udev->dead) {
-		mutex_unlock(&udev->lock);
-		return -ENXIO;
-	}
-	refcount_inc(&udev->users);
-	mutex_unlock(&udev->lock);
-
-	/*
-	 * Without disassociation the file calls into the driver until it is
-	 * closed, so the driver's module must stay (core.md).
-	 */
-	if (!try_module_get(udev->ib_dev->owner)) {
-		ret = -ENODEV;
-		goto err_user;
-	}
-
 	file = kzalloc(sizeof(*file), GFP_KERNEL);
-	if (!file) {
-		ret = -ENOMEM;
-		goto err_module;
-	}
+	if (!file)
+		return -ENOMEM;
 	kref_init(&file->ref);
 	file->udev = udev;
 	mutex_init(&file->mutex);
 	xa_init_flags(&file->objs, XA_FLAGS_ALLOC);
+	spin_lock_init(&file->chans_lock);
+	INIT_LIST_HEAD(&file->chans);
+
+	mutex_lock(&udev->lock);
+	if (udev->dead) {
+		ret = -ENXIO;
+		goto err_unlock;
+	}
+	/*
+	 * Without disassociation the file calls into the driver until it is
+	 * closed, so the driver's module must stay (core.md).  With it,
+	 * remove() detaches the file before the driver's code goes.
+	 */
+	if (!udev->disassociate && !try_module_get(udev->ib_dev->owner)) {
+		ret = -ENODEV;
+		goto err_unlock;
+	}
+	refcount_inc(&udev->users);
+	list_add_tail(&file->list, &udev->files);
+	mutex_unlock(&udev->lock);
+
 	filp->private_data = file;
 	return stream_open(inode, filp);
 
-err_module:
-	module_put(udev->ib_dev->owner);
-err_user:
-	uverbs_device_put_user(udev);
+err_unlock:
+	mutex_unlock(&udev->lock);
+	uverbs_file_put(file);
 	return ret;
+}
+
+/*
+ * Takes @file off the device for good; remove() calls it for each open
+ * file, after every command and mmap() has been waited out (udev->srcu).
+ * The mappings go first (a doorbell write now faults), then the objects
+ * and the context, as at close; the async fd gets IB_EVENT_DEVICE_FATAL,
+ * and the async fd and the completion channels wake their readers, which
+ * then get EIO.  What is left for release() touches no ib_device.
+ */
+static void uverbs_file_disassociate(struct uverbs_file *file)
+{
+	struct ib_device *ib_dev = file->udev->ib_dev;
+	struct uverbs_event_file *ev;
+
+	mutex_lock(&file->mutex);
+	if (!file->detached) {
+		if (file->ucontext)
+			ib_dev->disassociate_ucontext(file->ucontext);
+		uverbs_file_teardown(file);
+		file->detached = true;
+	}
+	if (file->async) {
+		uverbs_event_queue(file->async, 0, IB_EVENT_DEVICE_FATAL,
+				   NULL, NULL);
+		uverbs_event_file_gone(file->async);
+	}
+	spin_lock(&file->chans_lock);
+	list_for_each_entry(ev, &file->chans, chan_list)
+		uverbs_event_file_gone(ev);
+	spin_unlock(&file->chans_lock);
+	mutex_unlock(&file->mutex);
 }
 
 static int uverbs_release(struct inode *inode, struct file *filp)
@@ -443,8 +511,27 @@ static int uverbs_release(struct inode *inode, struct file *filp)
 	struct uverbs_file *file = filp->private_data;
 	struct uverbs_device *udev = file->udev;
 
-	uverbs_file_teardown(file);
-	module_put(udev->ib_dev->owner);
+	/*
+	 * The file stays on udev->files until it is done with the device, so
+	 * that remove() either waits for this (file->mutex) or has detached
+	 * it already; then nothing here touches the ib_device.
+	 */
+	mutex_lock(&file->mutex);
+	if (!file->detached) {
+		uverbs_file_teardown(file);
+		file->detached = true;
+	}
+	if (file->async) {
+		uverbs_event_file_put(file->async);
+		file->async = NULL;
+	}
+	mutex_unlock(&file->mutex);
+
+	mutex_lock(&udev->lock);
+	list_del_init(&file->list);
+	mutex_unlock(&udev->lock);
+	if (!udev->disassociate)
+		module_put(udev->ib_dev->owner);
 	kref_put(&file->ref, uverbs_file_free);
 	uverbs_device_put_user(udev);
 	return 0;
@@ -516,10 +603,9 @@ static bool uverbs_caller_is_opener(struct file *filp)
 	return false;
 }
 
-static ssize_t uverbs_write(struct file *filp, const char __user *buf,
-			    size_t count, loff_t *pos)
+static ssize_t uverbs_write_cmd(struct uverbs_file *file,
+				const char __user *buf, size_t count)
 {
-	struct uverbs_file *file = filp->private_data;
 	const struct uverbs_cmd_desc *desc;
 	struct uverbs_cmd_args args = { .file = file };
 	struct ib_uverbs_cmd_hdr hdr;
@@ -528,8 +614,6 @@ static ssize_t uverbs_write(struct file *filp, const char __user *buf,
 	u32 cmd;
 	int ret;
 
-	if (!uverbs_caller_is_opener(filp))
-		return -EACCES;
 	if (count < sizeof(hdr))
 		return -EINVAL;
 	if (copy_from_user(&hdr, buf, sizeof(hdr)))
@@ -601,22 +685,57 @@ static ssize_t uverbs_write(struct file *filp, const char __user *buf,
 	return ret ? ret : count;
 }
 
+static ssize_t uverbs_write(struct file *filp, const char __user *buf,
+			    size_t count, loff_t *pos)
+{
+	struct uverbs_file *file = filp->private_data;
+	struct uverbs_device *udev = file->udev;
+	ssize_t ret;
+	int idx;
+
+	if (!uverbs_caller_is_opener(filp))
+		return -EACCES;
+	/* A command reaches the device only while it is there (udev->srcu). */
+	idx = srcu_read_lock(&udev->srcu);
+	if (READ_ONCE(udev->gone))
+		ret = -EIO;
+	else
+		ret = uverbs_write_cmd(file, buf, count);
+	srcu_read_unlock(&udev->srcu, idx);
+	return ret;
+}
+
 static int uverbs_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct uverbs_file *file = filp->private_data;
-	struct ib_device *ib_dev = file->udev->ib_dev;
+	struct uverbs_device *udev = file->udev;
+	struct ib_device *ib_dev = udev->ib_dev;
 	struct ib_ucontext *uctx;
+	int idx, ret;
 
 	/*
 	 * No file->mutex here: mmap() runs under mmap_lock, and commands that
 	 * pin user memory take mmap_lock under file->mutex.  The context is
-	 * set once (release order) and only freed at release, which cannot
-	 * run while mmap() holds the file.
+	 * set once (release order) and freed only at release, which cannot
+	 * run while mmap() holds the file, or by remove(), which waits out
+	 * this read-side section first.  So a mapping made here is always
+	 * seen by the driver's disassociate_ucontext().
 	 */
+	idx = srcu_read_lock(&udev->srcu);
+	if (READ_ONCE(udev->gone)) {
+		ret = -EIO;
+		goto out;
+	}
+	/* Pairs with the release in GET_CONTEXT (uverbs_cmd.c). */
 	uctx = smp_load_acquire(&file->ucontext);
-	if (!ib_dev->mmap || !uctx)
-		return -ENODEV;
-	return ib_dev->mmap(uctx, vma);
+	if (!ib_dev->mmap || !uctx) {
+		ret = -ENODEV;
+		goto out;
+	}
+	ret = ib_dev->mmap(uctx, vma);
+out:
+	srcu_read_unlock(&udev->srcu, idx);
+	return ret;
 }
 
 /* /dev/infiniband/uverbsN: commands by write(), the UAR by mmap(). */
@@ -662,6 +781,7 @@ static void uverbs_dev_release(struct device *d)
 {
 	struct uverbs_device *udev = container_of(d, struct uverbs_device, dev);
 
+	cleanup_srcu_struct(&udev->srcu);
 	ida_free(&uverbs_numbers, udev->devnum);
 	kfree(udev);
 }
@@ -685,9 +805,16 @@ static void uverbs_add_device(struct ib_device *device)
 		ida_free(&uverbs_numbers, devnum);
 		return;
 	}
+	if (init_srcu_struct(&udev->srcu)) {
+		kfree(udev);
+		ida_free(&uverbs_numbers, devnum);
+		return;
+	}
 	udev->devnum = devnum;
 	udev->ib_dev = device;
 	mutex_init(&udev->lock);
+	INIT_LIST_HEAD(&udev->files);
+	udev->disassociate = !!device->disassociate_ucontext;
 	refcount_set(&udev->users, 1);
 	init_completion(&udev->users_done);
 
@@ -728,12 +855,42 @@ static void uverbs_remove_device(struct ib_device *device)
 	udev->dead = true;
 	mutex_unlock(&udev->lock);
 
+	if (!udev->disassociate) {
+		/*
+		 * The driver cannot take its mappings back: the device stays
+		 * until the last file is closed.
+		 */
+		uverbs_device_put_user(udev);
+		wait_for_completion(&udev->users_done);
+		put_device(&udev->dev);
+		return;
+	}
+
 	/*
-	 * No disassociation yet: the device stays until its last file is
-	 * closed (as upstream's for drivers without disassociate_ucontext).
+	 * Disassociation: no command or mmap() reaches the device once the
+	 * commands in flight are over; then each open file is detached.  A
+	 * file being released meanwhile either finishes first (and leaves
+	 * the list) or waits for its detachment on its mutex.
 	 */
+	WRITE_ONCE(udev->gone, true);
+	synchronize_srcu(&udev->srcu);
+	for (;;) {
+		struct uverbs_file *file;
+
+		mutex_lock(&udev->lock);
+		file = list_first_entry_or_null(&udev->files,
+						struct uverbs_file, list);
+		if (file) {
+			list_del_init(&file->list);
+			kref_get(&file->ref);
+		}
+		mutex_unlock(&udev->lock);
+		if (!file)
+			break;
+		uverbs_file_disassociate(file);
+		uverbs_file_put(file);
+	}
 	uverbs_device_put_user(udev);
-	wait_for_completion(&udev->users_done);
 	put_device(&udev->dev);
 }
 

@@ -208,13 +208,32 @@ struct mthca_user_db_table;
  * @db_tab: the process's doorbell-record pages (libmthca's memory), each
  *	mapped into the UARC of @uar while a CQ, QP or SRQ uses it
  * @uar: its doorbell page, which mmap() at offset 0 maps
+ * @vma_lock: spinlock; guards @vmas.  Taken inside mmap_lock (the vm_ops
+ *	open and close run under it), never the other way round.
+ * @vmas: struct mthca_uar_vma, one per live mapping of @uar, so that
+ *	mthca_disassociate_ucontext() can take them all away
  * @ibucontext: the core's part (container_of)
  */
 struct mthca_ucontext {
 	struct xarray			pdns;
 	struct mthca_user_db_table	*db_tab;
 	struct mthca_uar		uar;
+	/* guards vmas; inside mmap_lock */
+	spinlock_t			vma_lock;
+	struct list_head		vmas;
 	struct ib_ucontext		ibucontext;
+};
+
+/**
+ * struct mthca_uar_vma - one mapping of a user context's UAR
+ * @list: on mthca_ucontext.vmas
+ * @vma: the mapping (its vm_private_data points back here)
+ * @uctx: the context whose UAR it maps
+ */
+struct mthca_uar_vma {
+	struct list_head		list;
+	struct vm_area_struct		*vma;
+	struct mthca_ucontext		*uctx;
 };
 
 static inline struct mthca_ucontext *to_mucontext(struct ib_ucontext *uctx)

@@ -6,6 +6,8 @@
  * with the core.  The data-path methods come from mthca_dp_init_verbs().
  */
 
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/string.h>
@@ -290,6 +292,8 @@ static struct ib_ucontext *mthca_alloc_ucontext(struct ib_device *ibdev,
 	if (!uctx)
 		return ERR_PTR(-ENOMEM);
 	xa_init(&uctx->pdns);
+	spin_lock_init(&uctx->vma_lock);
+	INIT_LIST_HEAD(&uctx->vmas);
 	ret = mthca_uar_alloc(dev, &uctx->uar);
 	if (ret)
 		goto err_free;
@@ -328,20 +332,124 @@ static int mthca_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	return 0;
 }
 
+/*
+ * The UAR mappings of a context are tracked, so that disassociation can
+ * take them away.  A mapping copied by fork() or moved by mremap() is a
+ * new vma: open() tracks it too.  Both run under mmap_lock.
+ */
+static void mthca_uar_vma_track(struct mthca_uar_vma *m,
+				struct mthca_ucontext *uctx,
+				struct vm_area_struct *vma)
+{
+	m->vma = vma;
+	m->uctx = uctx;
+	vma->vm_private_data = m;
+	spin_lock(&uctx->vma_lock);
+	list_add_tail(&m->list, &uctx->vmas);
+	spin_unlock(&uctx->vma_lock);
+}
+
+static void mthca_uar_vma_open(struct vm_area_struct *vma)
+{
+	struct mthca_uar_vma *old = vma->vm_private_data;
+	struct mthca_uar_vma *m;
+
+	/* open() cannot fail; the entry is small. */
+	m = kmalloc(sizeof(*m), GFP_KERNEL | __GFP_NOFAIL);
+	mthca_uar_vma_track(m, old->uctx, vma);
+}
+
+static void mthca_uar_vma_close(struct vm_area_struct *vma)
+{
+	struct mthca_uar_vma *m = vma->vm_private_data;
+	struct mthca_ucontext *uctx = m->uctx;
+
+	spin_lock(&uctx->vma_lock);
+	list_del(&m->list);
+	spin_unlock(&uctx->vma_lock);
+	vma->vm_private_data = NULL;
+	kfree(m);
+}
+
+static const struct vm_operations_struct mthca_uar_vm_ops = {
+	.open	= mthca_uar_vma_open,
+	.close	= mthca_uar_vma_close,
+};
+
 /* The context's UAR page, uncached: exactly one page at offset 0. */
 static int mthca_mmap_uar(struct ib_ucontext *ibuctx,
 			  struct vm_area_struct *vma)
 {
+	struct mthca_uar_vma *m;
+
 	if (vma->vm_end - vma->vm_start != PAGE_SIZE || vma->vm_pgoff)
 		return -EINVAL;
+	m = kmalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
 	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 	if (io_remap_pfn_range(vma, vma->vm_start,
 			       mthca_uar_pfn(to_mdev(ibuctx->device),
 					     &to_mucontext(ibuctx)->uar),
 			       PAGE_SIZE,
-			       vma->vm_page_prot))
+			       vma->vm_page_prot)) {
+		kfree(m);
 		return -EAGAIN;
+	}
+	vma->vm_ops = &mthca_uar_vm_ops;
+	mthca_uar_vma_track(m, to_mucontext(ibuctx), vma);
 	return 0;
+}
+
+/*
+ * The device goes away under a process: every mapping of its UAR loses
+ * its page (a later doorbell write gets SIGBUS, not a UAR that another
+ * context may own by then) and its vm_ops (they are this module's code,
+ * and the vma may outlive the module).  Without vm_ops a shared mapping
+ * faults with SIGBUS, and munmap() no longer calls us.  Each mapping is
+ * changed under its mm's mmap_lock held for writing, which excludes
+ * faults, fork() and munmap() of it; mmgrab() keeps the mm_struct while
+ * we wait for the lock, even if the process is exiting.  The doorbell
+ * pages stay pinned until dealloc_ucontext(), which frees them once.
+ */
+static void mthca_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct mthca_ucontext *uctx = to_mucontext(ibuctx);
+	struct mthca_uar_vma *m, *tmp;
+	struct mm_struct *mm;
+	LIST_HEAD(mine);
+
+	for (;;) {
+		spin_lock(&uctx->vma_lock);
+		m = list_first_entry_or_null(&uctx->vmas,
+					     struct mthca_uar_vma, list);
+		if (!m) {
+			spin_unlock(&uctx->vma_lock);
+			break;
+		}
+		mm = m->vma->vm_mm;
+		mmgrab(mm);
+		spin_unlock(&uctx->vma_lock);
+
+		mmap_write_lock(mm);
+		spin_lock(&uctx->vma_lock);
+		list_for_each_entry_safe(m, tmp, &uctx->vmas, list)
+			if (m->vma->vm_mm == mm)
+				list_move(&m->list, &mine);
+		spin_unlock(&uctx->vma_lock);
+		list_for_each_entry_safe(m, tmp, &mine, list) {
+			struct vm_area_struct *vma = m->vma;
+
+			zap_vma_ptes(vma, vma->vm_start,
+				     vma->vm_end - vma->vm_start);
+			vma->vm_ops = NULL;
+			vma->vm_private_data = NULL;
+			list_del(&m->list);
+			kfree(m);
+		}
+		mmap_write_unlock(mm);
+		mmdrop(mm);
+	}
 }
 
 static struct ib_pd *mthca_alloc_pd(struct ib_device *ibdev,
@@ -669,6 +777,7 @@ int mthca_register_device(struct mthca_dev *dev)
 	ib->alloc_ucontext = mthca_alloc_ucontext;
 	ib->dealloc_ucontext = mthca_dealloc_ucontext;
 	ib->mmap = mthca_mmap_uar;
+	ib->disassociate_ucontext = mthca_disassociate_ucontext;
 	ib->uverbs_abi_ver = MTHCA_UVERBS_ABI_VERSION;
 	ib->uverbs_cmd_mask = BIT_ULL(IB_USER_VERBS_CMD_GET_CONTEXT) |
 			      BIT_ULL(IB_USER_VERBS_CMD_QUERY_DEVICE) |
