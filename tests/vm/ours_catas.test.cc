@@ -18,16 +18,14 @@
 // at once, the processes end with an error (SIGBUS at the zapped doorbell
 // page, or EIO from the next command), the async fd reports the fatal
 // error and then EIO, no task hangs; the device comes back and an
-// ibv_rc_pingpong loopback passes. On the debug lane kmemleak then finds
-// nothing of our modules (upstream cannot disassociate mthca, so these
-// cases are for ours only).
+// ibv_rc_pingpong loopback passes. On the debug lane the lab's teardown
+// then scans kmemleak and fails on any object left (upstream cannot
+// disassociate mthca, so these cases are for ours only).
 //
 // vm0 plays "ours" (IBSTACK_OURS_STACK=upstream runs the same test on the
 // upstream driver, which is how the test itself was checked); both guests
 // sit on one switch (switch2.topo).
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <regex>
 
 #include "vm_fixture.h"
@@ -131,7 +129,7 @@ protected:
 	// full only polls its CQ in user space, which no kernel can stop, so
 	// it ends at the latest when its duration does; then its commands
 	// (destroy) get EIO and it exits with an error.
-	static constexpr int kDuration = 20;
+	static constexpr int kDuration = 12;
 	// rmmod with the processes disassociated: one SRCU grace period and
 	// the destroy of a handful of objects on top of a plain rmmod of
 	// ib_mthca (the whole rmmod took 6 s on the debug TCG guest of a
@@ -163,7 +161,7 @@ protected:
 			   "until grep -q '#bytes' /tmp/bwc.out 2>/dev/null; do "
 			   "if grep -q rc= /tmp/bwc.out 2>/dev/null || [ $(date +%s) -ge $end ]; then "
 			   "ps -eo pid,stat,wchan:32,args | grep -E 'ib_write|asyncw'; "
-			   "tail /tmp/bws.out /tmp/bwc.out /tmp/aw.out; exit 1; fi; sleep 1; done; sleep 3; "
+			   "tail /tmp/bws.out /tmp/bwc.out /tmp/aw.out; exit 1; fi; sleep 1; done; sleep 1; "
 			   "grep -q rc= /tmp/bws.out /tmp/bwc.out /tmp/aw.out && { tail /tmp/*.out; exit 1; }; exit 0",
 			   120s);
 	}
@@ -306,9 +304,6 @@ TEST_F(OursCatas, RmmodDisassociatesUserVerbs)
 		GTEST_SKIP() << "upstream ib_mthca cannot disassociate: rmmod waits for the users";
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(Ok(WaitPortActive(g, 120)));
-	if (g.has_kmemleak()) {
-		ASSERT_TRUE(Ok(Run(g, "echo clear > /sys/kernel/debug/kmemleak")));
-	}
 	ASSERT_TRUE(Ok(StartUserTraffic(g, 18530)));
 
 	auto rm = Run(g,
@@ -354,22 +349,6 @@ TEST_F(OursCatas, CatasDisassociatesUserVerbs)
 	auto aw = Run(g, "grep -c IBV_EVENT_DEVICE_FATAL /tmp/aw.out", 30s);
 	EXPECT_EQ(aw.output, "1\n") << Run(g, "cat /tmp/aw.out", 30s).output;
 	ExpectPingpongLoopback(g);
-}
-
-// After the removals: kmemleak finds nothing allocated by our modules.
-TEST_F(OursCatas, NoLeakAfterTheRemovals)
-{
-	Guest &g = guest("vm0");
-	if (!g.has_kmemleak())
-		GTEST_SKIP() << "kmemleak: not on the debug kernel lane";
-	auto leaks = g.check_kmemleak();
-	std::ifstream in(g.dir() + "/kmemleak.txt");
-	std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-	const std::regex ours("\\[(ib_[a-z_]+)\\]");
-	for (const auto &h : leaks)
-		if (h.rule != "kmemleak")
-			ADD_FAILURE() << h.line;
-	EXPECT_FALSE(std::regex_search(report, ours)) << "kmemleak:\n" << report;
 }
 
 }  // namespace
