@@ -258,13 +258,11 @@ void Link::Direction::transmit(const Packet& p)
             ++ctr.dropped_storm;
             return;
         }
-        PortEndpoint* ep = l.ep_[to];
-        if (!ep || ep->accepts(p)) {
-            ++l.side_[from].busy;
-            l.deliver(*this, p);
-            --l.side_[from].busy;
+        ++l.side_[from].busy;
+        bool took = l.offer(*this, p);
+        --l.side_[from].busy;
+        if (took)
             return;
-        }
         refused = true;  // into the receive buffer, to wait for the receiver
     }
 
@@ -473,8 +471,12 @@ void Link::Direction::fire(uint64_t now)
         --n;
         VlQueue& q = vq[unsigned(vl)];
         Slot* s = q.head;
-        PortEndpoint* ep = l.ep_[to];
-        if (ep && !ep->accepts(s->pkt)) {
+        // The slot stays queued while its packet is delivered, so a
+        // transmit from inside receive() queues behind it and cannot
+        // overwrite it.
+        uint64_t gen = generation;
+        uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
+        if (!l.offer(*this, s->pkt)) {
             // Stays in the buffer, holding its credits, until credits move
             // somewhere (the receiver's egress drained).
             q.refused = true;
@@ -482,12 +484,6 @@ void Link::Direction::fire(uint64_t now)
             ++ctr.refused;
             continue;
         }
-        // The slot stays queued while its packet is delivered, so a
-        // transmit from inside receive() queues behind it and cannot
-        // overwrite it.
-        uint64_t gen = generation;
-        uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
-        l.deliver(*this, s->pkt);
         if (gen != generation)
             break;  // the link went down during delivery and was flushed
         release(unsigned(vl));
@@ -496,13 +492,15 @@ void Link::Direction::fire(uint64_t now)
     }
 }
 
-void Link::deliver(Direction& d, const Packet& p)
+// Offers p to the receiving side (PortEndpoint::offer): false, with nothing
+// counted, when it refused the packet for now.
+bool Link::offer(Direction& d, const Packet& p)
 {
     unsigned to = d.from ^ 1;
     PortEndpoint* ep = ep_[to];
     if (!ep) {
         ++d.ctr.dropped_down;
-        return;
+        return true;
     }
     ++d.ctr.delivered;
     if (sched_.delivery_depth == 0)
@@ -510,9 +508,14 @@ void Link::deliver(Direction& d, const Packet& p)
     ++sched_.sync_deliveries;
     ++sched_.delivery_depth;
     ++side_[to].busy;
-    ep->receive(p);
+    bool took = ep->offer(p);
     --side_[to].busy;
     --sched_.delivery_depth;
+    if (!took) {
+        --d.ctr.delivered;
+        --sched_.sync_deliveries;
+    }
+    return took;
 }
 
 }  // namespace ibemu::fabric

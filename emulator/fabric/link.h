@@ -238,7 +238,7 @@ private:
     };
 
     void update_phys();
-    void deliver(Direction& d, const Packet& p);
+    bool offer(Direction& d, const Packet& p);
     void flush(Direction& d);
 
     Scheduler& sched_;
