@@ -26,7 +26,6 @@ Link::Link(Scheduler& sched, std::string name, const LinkConfig& cfg)
         d.link = this;
         d.from = s;
         d.rng = d.fault.seed;
-        sched_.add(&d);
     }
 }
 
@@ -82,6 +81,7 @@ void Link::update_phys()
             continue;
         if (!side_[s].reentrant && side_[s].busy) {
             dir_[s ^ 1].notify_pending = true;  // told by the direction that delivers to s
+            dir_[s ^ 1].rearm();
             continue;
         }
         ep_[s]->link_changed(up, cfg_.params);
@@ -92,12 +92,16 @@ void Link::set_latency(uint64_t ns, bool model_rate)
 {
     cfg_.latency_ns = ns;
     cfg_.model_rate = model_rate;
+    dir_[0].rearm();
+    dir_[1].rearm();
 }
 
 void Link::set_rate_model(bool on, uint64_t burst_ns)
 {
     cfg_.model_rate = on;
     cfg_.rate_burst_ns = on ? burst_ns : 0;
+    dir_[0].rearm();
+    dir_[1].rearm();
 }
 
 void Link::set_fault(unsigned from_side, const FaultConfig& f)
@@ -123,6 +127,7 @@ void Link::flush(Direction& d)
     d.count = 0;
     d.wire_free = 0;
     d.wire_free_ps = 0;
+    d.rearm();
 }
 
 bool Link::Direction::fault_drop()
@@ -183,7 +188,7 @@ void Link::Direction::release(unsigned vl)
     s->next = free_slots;
     free_slots = s;
     --count;
-    ++l.sched_.credit_epoch;
+    l.sched_.credits_moved();
     if (q.sender_waiting) {
         q.sender_waiting = false;
         if (PortEndpoint* ep = l.ep_[from])
@@ -309,6 +314,30 @@ void Link::Direction::transmit(const Packet& p)
     }
     ++count;
     ++ctr.deferred;
+    // Due no later than the new packet. A direction already armed as early
+    // keeps its place among equal deadlines. (Outside fire(), a direction
+    // with a packet that is not refused is always armed.)
+    if (refused || l.cfg_.model_rate)
+        rearm();
+    else if (s->due < armed_deadline())
+        l.sched_.arm(this, s->due);
+}
+
+// Onto the scheduler's heap at next_deadline(), or off it when nothing is
+// due. A head the receiver refused also sleeps until credits move
+// (Scheduler::credits_moved()), which re-arms the direction then.
+void Link::Direction::rearm()
+{
+    Scheduler& s = link->sched_;
+    s.arm(this, next_deadline());
+    if (!count)
+        return;
+    for (const VlQueue& q : vq) {
+        if (q.head && q.refused && q.refused_epoch == s.credit_epoch) {
+            s.sleep_on_credits(this);
+            break;
+        }
+    }
 }
 
 // The head of `vl` may go: due, and not refused since credits last moved.
@@ -408,7 +437,15 @@ void Link::Direction::charge(unsigned vl, uint32_t bytes)
     }
 }
 
+// Fired from the scheduler's heap (disarmed meanwhile): delivers what is
+// due, then arms itself again for whatever is left.
 void Link::Direction::fire(uint64_t now)
+{
+    deliver_due(now);
+    rearm();
+}
+
+void Link::Direction::deliver_due(uint64_t now)
 {
     Link& l = *link;
     unsigned to = from ^ 1;
