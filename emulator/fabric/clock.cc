@@ -103,7 +103,34 @@ void Scheduler::add(TimedSource* s)
 void Scheduler::remove(TimedSource* s)
 {
     heap_.cancel(&s->timer_);
+    if (s->credit_sleeper_) {
+        s->credit_sleeper_ = false;
+        sleepers_.erase(std::remove(sleepers_.begin(), sleepers_.end(), s), sleepers_.end());
+    }
     sources_.erase(std::remove(sources_.begin(), sources_.end(), s), sources_.end());
+}
+
+void Scheduler::sleep_on_credits(TimedSource* s)
+{
+    if (s->credit_sleeper_)
+        return;
+    s->credit_sleeper_ = true;
+    sleepers_.push_back(s);
+}
+
+void Scheduler::credits_moved()
+{
+    ++credit_epoch;
+    if (sleepers_.empty())
+        return;
+    // Swapped out first: a woken source may go back to sleep (or another
+    // one may) while we arm them.
+    waking_.swap(sleepers_);
+    for (TimedSource* s : waking_)
+        s->credit_sleeper_ = false;
+    for (TimedSource* s : waking_)
+        arm(s, s->next_deadline());
+    waking_.clear();
 }
 
 uint64_t Scheduler::next_deadline() const

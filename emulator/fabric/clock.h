@@ -7,9 +7,10 @@
 // is due (run_due()).
 //
 // Work comes from TimedSources (a link direction with packets in flight, a
-// switch with a trap to repeat). A source reports its earliest deadline and
-// does what is due when fired; the scheduler keeps no per-event objects, so
-// deferring a packet costs no allocation.
+// host MAD endpoint's request timeout). A source arms itself in the
+// scheduler's deadline heap for its earliest deadline and does what is due
+// when fired; the scheduler keeps no per-event objects, so deferring a
+// packet costs no allocation.
 #pragma once
 
 #include <cstddef>
@@ -98,12 +99,17 @@ public:
     // packet deferred at `now`) may be left for the next call.
     virtual void fire(uint64_t now) = 0;
 
+protected:
+    // The deadline this source is armed for (Scheduler::arm()), or kNever.
+    uint64_t armed_deadline() const { return timer_.armed() ? timer_.deadline : kNever; }
+
 private:
     friend class Scheduler;
     struct Node : HeapNode {
         TimedSource* source = nullptr;
     };
     Node timer_;  // when armed with Scheduler::arm()
+    bool credit_sleeper_ = false;  // in Scheduler's list for credits_moved()
 };
 
 class Scheduler {
@@ -114,23 +120,21 @@ public:
     uint64_t now() const { return clock_.now_ns(); }
 
     // Two kinds of sources. Polled ones (add()) are asked for
-    // next_deadline() on every round: fine for a few. Armed ones say when
+    // next_deadline() on every round: fine for a few (nothing in the tree
+    // uses them now). Armed ones (link directions, MAD timeouts) say when
     // they are due (arm(), again after every change, kNever to disarm) and
     // sit in a DeadlineHeap: O(log n) per change and nothing per round, for
     // the many timers of a large fabric. An armed source is fired once
     // when due, then disarmed: fire() re-arms it if it has more to do; its
     // next_deadline() is not consulted.
     void add(TimedSource* s);
-    void remove(TimedSource* s);  // also disarms
+    void remove(TimedSource* s);  // also disarms, and forgets a credit sleeper
     void arm(TimedSource* s, uint64_t deadline);
     void disarm(TimedSource* s) { heap_.cancel(&s->timer_); }
     bool armed(const TimedSource* s) const { return s->timer_.armed(); }
 
     uint64_t next_deadline() const;
-    // The armed sources alone: no scan of the polled ones. For an owner
-    // that knows its polled sources cannot have work (ibemu-fabric: every
-    // endpoint reentrant, zero latency, so links never defer) and scans them
-    // only now and then.
+    // The armed sources alone: no scan of the polled ones.
     uint64_t next_armed_deadline() const { return heap_.next(); }
     unsigned run_armed_due();
     // Fires every source due now, once each. Returns how many fired. A
@@ -152,16 +156,25 @@ public:
     // kMaxSyncDeliveries (link.h), so a multicast loop that fans out at
     // every hop ends after that many instead of ~fan-out^depth.
     uint64_t sync_deliveries = 0;
-    // Bumped whenever a link direction hands credits back (a packet left
-    // its receive buffer). A direction whose head packet the receiver
-    // refused (accepts() false) sleeps until this moves.
+    // Bumped (by credits_moved()) whenever a link direction hands credits
+    // back (a packet left its receive buffer). A direction whose head packet
+    // the receiver refused (accepts() false) sleeps until this moves.
     uint64_t credit_epoch = 0;
+    // An armed source with work that waits for credit_epoch to move (and
+    // no deadline before that): credits_moved() arms it at its
+    // next_deadline(). Once per sleep: a source asks again after it wakes.
+    void sleep_on_credits(TimedSource* s);
+    // Credits moved somewhere: bump credit_epoch, wake the sleepers (in the
+    // order they went to sleep, so runs stay deterministic).
+    void credits_moved();
+    size_t credit_sleepers() const { return sleepers_.size(); }
 
 private:
     unsigned fire_armed(uint64_t now);
     Clock& clock_;
     std::vector<TimedSource*> sources_;
     DeadlineHeap heap_;
+    std::vector<TimedSource*> sleepers_, waking_;
 };
 
 }  // namespace ibemu::fabric

@@ -26,7 +26,6 @@ Link::Link(Scheduler& sched, std::string name, const LinkConfig& cfg)
         d.link = this;
         d.from = s;
         d.rng = d.fault.seed;
-        sched_.add(&d);
     }
 }
 
@@ -82,6 +81,7 @@ void Link::update_phys()
             continue;
         if (!side_[s].reentrant && side_[s].busy) {
             dir_[s ^ 1].notify_pending = true;  // told by the direction that delivers to s
+            dir_[s ^ 1].rearm();
             continue;
         }
         ep_[s]->link_changed(up, cfg_.params);
@@ -92,12 +92,16 @@ void Link::set_latency(uint64_t ns, bool model_rate)
 {
     cfg_.latency_ns = ns;
     cfg_.model_rate = model_rate;
+    dir_[0].rearm();
+    dir_[1].rearm();
 }
 
 void Link::set_rate_model(bool on, uint64_t burst_ns)
 {
     cfg_.model_rate = on;
     cfg_.rate_burst_ns = on ? burst_ns : 0;
+    dir_[0].rearm();
+    dir_[1].rearm();
 }
 
 void Link::set_fault(unsigned from_side, const FaultConfig& f)
@@ -123,6 +127,7 @@ void Link::flush(Direction& d)
     d.count = 0;
     d.wire_free = 0;
     d.wire_free_ps = 0;
+    d.rearm();
 }
 
 bool Link::Direction::fault_drop()
@@ -183,7 +188,7 @@ void Link::Direction::release(unsigned vl)
     s->next = free_slots;
     free_slots = s;
     --count;
-    ++l.sched_.credit_epoch;
+    l.sched_.credits_moved();
     if (q.sender_waiting) {
         q.sender_waiting = false;
         if (PortEndpoint* ep = l.ep_[from])
@@ -258,13 +263,11 @@ void Link::Direction::transmit(const Packet& p)
             ++ctr.dropped_storm;
             return;
         }
-        PortEndpoint* ep = l.ep_[to];
-        if (!ep || ep->accepts(p)) {
-            ++l.side_[from].busy;
-            l.deliver(*this, p);
-            --l.side_[from].busy;
+        ++l.side_[from].busy;
+        bool took = l.offer(*this, p);
+        --l.side_[from].busy;
+        if (took)
             return;
-        }
         refused = true;  // into the receive buffer, to wait for the receiver
     }
 
@@ -311,6 +314,30 @@ void Link::Direction::transmit(const Packet& p)
     }
     ++count;
     ++ctr.deferred;
+    // Due no later than the new packet. A direction already armed as early
+    // keeps its place among equal deadlines. (Outside fire(), a direction
+    // with a packet that is not refused is always armed.)
+    if (refused || l.cfg_.model_rate)
+        rearm();
+    else if (s->due < armed_deadline())
+        l.sched_.arm(this, s->due);
+}
+
+// Onto the scheduler's heap at next_deadline(), or off it when nothing is
+// due. A head the receiver refused also sleeps until credits move
+// (Scheduler::credits_moved()), which re-arms the direction then.
+void Link::Direction::rearm()
+{
+    Scheduler& s = link->sched_;
+    s.arm(this, next_deadline());
+    if (!count)
+        return;
+    for (const VlQueue& q : vq) {
+        if (q.head && q.refused && q.refused_epoch == s.credit_epoch) {
+            s.sleep_on_credits(this);
+            break;
+        }
+    }
 }
 
 // The head of `vl` may go: due, and not refused since credits last moved.
@@ -410,7 +437,15 @@ void Link::Direction::charge(unsigned vl, uint32_t bytes)
     }
 }
 
+// Fired from the scheduler's heap (disarmed meanwhile): delivers what is
+// due, then arms itself again for whatever is left.
 void Link::Direction::fire(uint64_t now)
+{
+    deliver_due(now);
+    rearm();
+}
+
+void Link::Direction::deliver_due(uint64_t now)
 {
     Link& l = *link;
     unsigned to = from ^ 1;
@@ -473,8 +508,12 @@ void Link::Direction::fire(uint64_t now)
         --n;
         VlQueue& q = vq[unsigned(vl)];
         Slot* s = q.head;
-        PortEndpoint* ep = l.ep_[to];
-        if (ep && !ep->accepts(s->pkt)) {
+        // The slot stays queued while its packet is delivered, so a
+        // transmit from inside receive() queues behind it and cannot
+        // overwrite it.
+        uint64_t gen = generation;
+        uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
+        if (!l.offer(*this, s->pkt)) {
             // Stays in the buffer, holding its credits, until credits move
             // somewhere (the receiver's egress drained).
             q.refused = true;
@@ -482,12 +521,6 @@ void Link::Direction::fire(uint64_t now)
             ++ctr.refused;
             continue;
         }
-        // The slot stays queued while its packet is delivered, so a
-        // transmit from inside receive() queues behind it and cannot
-        // overwrite it.
-        uint64_t gen = generation;
-        uint32_t bytes = s->pkt.hdr_len + s->pkt.payload_len;
-        l.deliver(*this, s->pkt);
         if (gen != generation)
             break;  // the link went down during delivery and was flushed
         release(unsigned(vl));
@@ -496,13 +529,15 @@ void Link::Direction::fire(uint64_t now)
     }
 }
 
-void Link::deliver(Direction& d, const Packet& p)
+// Offers p to the receiving side (PortEndpoint::offer): false, with nothing
+// counted, when it refused the packet for now.
+bool Link::offer(Direction& d, const Packet& p)
 {
     unsigned to = d.from ^ 1;
     PortEndpoint* ep = ep_[to];
     if (!ep) {
         ++d.ctr.dropped_down;
-        return;
+        return true;
     }
     ++d.ctr.delivered;
     if (sched_.delivery_depth == 0)
@@ -510,9 +545,14 @@ void Link::deliver(Direction& d, const Packet& p)
     ++sched_.sync_deliveries;
     ++sched_.delivery_depth;
     ++side_[to].busy;
-    ep->receive(p);
+    bool took = ep->offer(p);
     --side_[to].busy;
     --sched_.delivery_depth;
+    if (!took) {
+        --d.ctr.delivered;
+        --sched_.sync_deliveries;
+    }
+    return took;
 }
 
 }  // namespace ibemu::fabric

@@ -12,7 +12,10 @@
 //    buffer and delivered by the Scheduler when due: after the latency and,
 //    with the rate model, one packet per serialisation time at width x
 //    speed (8b/10b). Slots are allocated the first time a direction needs
-//    them (a link that never queues costs no buffer) and reused.
+//    them (a link that never queues costs no buffer) and reused. A
+//    direction with packets queued is armed in the Scheduler's deadline
+//    heap (never scanned); one whose head was refused sleeps until credits
+//    move (Scheduler::credits_moved()).
 //  - Rate model: the wire carries the packet's bytes (LRH to ICRC, plus the
 //    2-byte VCRC) at link_data_rate_gbps(), serialisation times kept to the
 //    picosecond so small packets do not round the rate up. A packet starts
@@ -223,6 +226,8 @@ private:
         void set_carrier(bool on) override;
         uint64_t next_deadline() const override;
         void fire(uint64_t now) override;
+        void rearm();
+        void deliver_due(uint64_t now);
         bool fault_drop();
         bool eligible(unsigned vl, uint64_t now) const;
         int pick(uint64_t now);
@@ -238,7 +243,7 @@ private:
     };
 
     void update_phys();
-    void deliver(Direction& d, const Packet& p);
+    bool offer(Direction& d, const Packet& p);
     void flush(Direction& d);
 
     Scheduler& sched_;

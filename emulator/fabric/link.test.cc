@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "fabric/test_support.h"
 
@@ -179,6 +181,103 @@ TEST_F(LinkTest, CreditsHoldBackASenderThatAsksAndSlotsAreLazy)
     EXPECT_TRUE(l->wire(0).ready(0, 1028));
     EXPECT_EQ(l->slots_allocated(0), 3u);  // reused from now on
     EXPECT_EQ(l->counters(0).dropped(), 0u);
+}
+
+// Issue 9 item 5: link directions sit on the scheduler's deadline heap,
+// armed when a packet is queued, never scanned; equal deadlines go in the
+// order the packets were queued, whatever the order the links were made in.
+TEST_F(LinkTest, QueuedDirectionsAreArmedOnTheHeapAndTiesGoInQueueOrder)
+{
+    LinkConfig c;
+    c.latency_ns = 500;
+    auto first = make(c);  // a -> b
+    TestPort x, y;
+    auto second = std::make_unique<Link>(sched, "x:1-y:1", c);
+    second->attach(0, &x, false);
+    second->attach(1, &y, false);
+    x.wire = &second->wire(0);
+    // Nothing queued: nothing armed, so the heap alone answers.
+    EXPECT_EQ(sched.next_armed_deadline(), kNever);
+    clock.set(100);
+    uint8_t payload[8] = {};
+    x.send_data(2, 1, payload);  // the later link queues first ...
+    a.send_data(2, 1, payload);  // ... for the same deadline
+    EXPECT_EQ(sched.next_armed_deadline(), 600u);
+    EXPECT_EQ(sched.next_deadline(), 600u);
+    // A later packet behind them does not move their deadline.
+    clock.set(200);
+    a.send_data(2, 1, payload);
+    EXPECT_EQ(sched.next_armed_deadline(), 600u);
+
+    // Who fires first sees the other's packet not yet delivered.
+    std::vector<std::string> order;
+    struct Recorder final : PortEndpoint {
+        std::vector<std::string>* order;
+        std::string name;
+        void receive(const Packet&) override { order->push_back(name); }
+        void link_changed(bool, const LinkParams&) override {}
+    };
+    Recorder rb, ry;
+    rb.order = ry.order = &order;
+    rb.name = "first";
+    ry.name = "second";
+    first->attach(1, &rb, true);
+    second->attach(1, &ry, true);
+    // Re-attaching took the links down and flushed them: queue again.
+    ASSERT_TRUE(first->up() && second->up());
+    clock.set(1000);
+    x.send_data(2, 1, payload);
+    a.send_data(2, 1, payload);
+    a.send_data(2, 1, payload);
+    EXPECT_EQ(sched.run_due(), 0u);
+    clock.set(1500);
+    EXPECT_EQ(sched.run_due(), 2u);  // once per direction, in arm order
+    EXPECT_EQ(order, (std::vector<std::string>{"second", "first", "first"}));
+    EXPECT_EQ(sched.next_armed_deadline(), kNever);  // disarmed once empty
+}
+
+// A head packet its receiver refused sleeps (off the heap: no busy loop)
+// until credits move anywhere in the fabric, then goes at once.
+TEST_F(LinkTest, ARefusedHeadSleepsUntilCreditsMoveElsewhere)
+{
+    struct Gate final : PortEndpoint {
+        bool open = false;
+        unsigned got = 0;
+        bool accepts(const Packet&) override { return open; }
+        void receive(const Packet&) override { ++got; }
+        void link_changed(bool, const LinkParams&) override {}
+    };
+    Gate gate;
+    auto l = make();
+    l->attach(1, &gate, true);
+    uint8_t payload[8] = {};
+    a.send_data(2, 1, payload);  // refused: into the receive buffer
+    EXPECT_EQ(gate.got, 0u);
+    EXPECT_EQ(l->queued(0), 1u);
+    EXPECT_EQ(l->counters(0).refused, 1u);
+    EXPECT_EQ(sched.credit_sleepers(), 1u);
+    EXPECT_EQ(sched.next_deadline(), kNever);
+    sched.settle();
+    EXPECT_EQ(gate.got, 0u);
+
+    // Credits move on another link (its delayed packet is taken): the
+    // sleeper is armed again and delivers, now that the gate is open.
+    LinkConfig c;
+    c.latency_ns = 10;
+    TestPort x, y;
+    Link other(sched, "x:1-y:1", c);
+    other.attach(0, &x, false);
+    other.attach(1, &y, false);
+    x.wire = &other.wire(0);
+    x.send_data(2, 1, payload);
+    gate.open = true;
+    EXPECT_EQ(gate.got, 0u);  // nothing moved yet: still asleep
+    sched.run_until(clock, 10);
+    EXPECT_EQ(y.rx.size(), 1u);
+    EXPECT_EQ(gate.got, 1u);
+    EXPECT_EQ(l->queued(0), 0u);
+    EXPECT_EQ(sched.credit_sleepers(), 0u);
+    EXPECT_EQ(sched.next_deadline(), kNever);
 }
 
 TEST_F(LinkTest, RateModelSpacesPacketsBySerialisationTime)

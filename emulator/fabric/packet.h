@@ -138,6 +138,17 @@ public:
         (void)p;
         return true;
     }
+    // accepts() and, if it says yes, receive(), in one call: true when the
+    // endpoint took `p` (nothing changed when false). This is what a link
+    // calls; an endpoint that reads the same headers for both (a switch
+    // parses and routes a packet once) overrides it with one pass.
+    virtual bool offer(const Packet& p)
+    {
+        if (!accepts(p))
+            return false;
+        receive(p);
+        return true;
+    }
     // The Wire this endpoint transmits on said no to ready() and now has
     // credits again. Runs from the fabric's scheduler, possibly while the
     // endpoint is inside one of its own calls: note it and send later.

@@ -74,6 +74,7 @@ public:
     Endpoint(Switch* sw, unsigned n) : sw_(sw), n_(n) {}
     void receive(const Packet& p) override { sw_->receive(n_, p); }
     bool accepts(const Packet& p) override { return sw_->accepts(n_, p); }
+    bool offer(const Packet& p) override { return sw_->offer(n_, p); }
     void link_changed(bool up, const LinkParams& params) override { sw_->link_changed(n_, up, params); }
 
 private:
@@ -154,6 +155,25 @@ void Switch::stop_waiting(unsigned in, unsigned in_vl)
 
 bool Switch::accepts(unsigned in, const Packet& p)
 {
+    if (p.vl == kSmpVl) {
+        stop_waiting(in, kSmpVl);
+        return true;
+    }
+    return accepts(in, p, view_packet(p));
+}
+
+// One pass over the headers for both questions: the hop's hot path.
+bool Switch::offer(unsigned in, const Packet& p)
+{
+    PacketView v = view_packet(p);
+    if (!accepts(in, p, v))
+        return false;
+    receive(in, p, v);
+    return true;
+}
+
+bool Switch::accepts(unsigned in, const Packet& p, const PacketView& v)
+{
     unsigned in_vl = p.vl & 15;
     // Whatever the switch would drop anyway (or hand to its own SMA/PMA) is
     // taken: only a packet it would forward can wait for credits.
@@ -166,7 +186,6 @@ bool Switch::accepts(unsigned in, const Packet& p)
     const Port& ip = ports_[in];
     if (ip.state != PortState::Armed && ip.state != PortState::Active)
         return take();
-    PacketView v = view_packet(p);
     if (!v.valid || lid_is_mine(v.dlid))
         return take();
     uint16_t dlid = v.dlid;
@@ -289,12 +308,13 @@ void Switch::send_on(unsigned out, const Packet& p, bool smp, unsigned in)
     o.wire->transmit(p);
 }
 
-void Switch::receive(unsigned in, const Packet& p)
+void Switch::receive(unsigned in, const Packet& p) { receive(in, p, view_packet(p)); }
+
+void Switch::receive(unsigned in, const Packet& p, const PacketView& v)
 {
     Port& ip = ports_[in];
     ++ip.ctr.rcv_packets;
     ip.ctr.rcv_bytes += p.hdr_len + p.payload_len;
-    PacketView v = view_packet(p);
     if (!v.valid) {
         ++ip.ctr.rcv_discards;
         return;

@@ -113,11 +113,15 @@ private:
     class Endpoint;
 
     void receive(unsigned in, const Packet& p);
+    void receive(unsigned in, const Packet& p, const PacketView& v);
+    // accepts() then receive(), reading the headers once (PortEndpoint::offer).
+    bool offer(unsigned in, const Packet& p);
     // Flow control: whether the packet at the head of ingress port `in`'s VL
     // may be taken now (PortEndpoint::accepts): its egress port has credits
     // for it on its VL and it is that ingress port's turn there (ingress
     // arbitration, below).
     bool accepts(unsigned in, const Packet& p);
+    bool accepts(unsigned in, const Packet& p, const PacketView& v);
     // Ingress `in`'s VL `in_vl` no longer waits for an egress port.
     void stop_waiting(unsigned in, unsigned in_vl);
     // The VL a data packet with `sl` leaves port `out` on (SLtoVLMappingTable).
