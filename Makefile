@@ -207,12 +207,17 @@ check-sparse:
 check-kunit:
 	JOBS=$(JOBS) tests/kunit/run
 
-# Unit tests (label unit), VM tests (label vm: they take a lock, so they run
-# one at a time beside the unit tests) and short benchmark runs (label bench).
+# Unit tests (label unit), VM tests (label vm) and short benchmark runs
+# (label bench). A VM suite takes a slot of the "vmcpu" resource per guest
+# it boots (tests/vm/CMakeLists.txt), and the spec file gives two: the
+# suites of two guests run one at a time, two suites of one guest may run
+# together, and unit tests fill what is left of -j.
+VM_RESOURCES = $(CURDIR)/tests/vm/resources.json
 check-tests: cpp
 	@rm -f $(BUILD)/lab/mad_rate.txt
 	@set -o pipefail; cd $(BUILD) && \
-	ctest --output-on-failure -L 'unit|vm|bench' -j $(JOBS) $(CTEST_ARGS) 2>&1 | tee $(BUILD)/ctest.log
+	ctest --output-on-failure -L 'unit|vm|bench' -j $(JOBS) --resource-spec-file $(VM_RESOURCES) \
+	  $(CTEST_ARGS) 2>&1 | tee $(BUILD)/ctest.log
 
 check-unit: cpp
 	cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS) $(CTEST_ARGS)
