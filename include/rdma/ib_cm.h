@@ -22,36 +22,22 @@
 
 /* Attribute IDs of the CM messages (IBA 16.7.2 / chapter 12.6). */
 enum ib_cm_attr_id {
-	IB_CM_ATTR_CLASS_PORT_INFO	= 0x0001,
-	IB_CM_ATTR_REQ			= 0x0010,
-	IB_CM_ATTR_MRA			= 0x0011,
-	IB_CM_ATTR_REJ			= 0x0012,
-	IB_CM_ATTR_REP			= 0x0013,
-	IB_CM_ATTR_RTU			= 0x0014,
-	IB_CM_ATTR_DREQ			= 0x0015,
-	IB_CM_ATTR_DREP			= 0x0016,
-	IB_CM_ATTR_SIDR_REQ		= 0x0017,
-	IB_CM_ATTR_SIDR_REP		= 0x0018,
-	IB_CM_ATTR_LAP			= 0x0019,
-	IB_CM_ATTR_APR			= 0x001a,
+	IB_CM_ATTR_CLASS_PORT_INFO = 1, IB_CM_ATTR_REQ = 16, IB_CM_ATTR_MRA = 17,
+	IB_CM_ATTR_REJ = 18, IB_CM_ATTR_REP = 19, IB_CM_ATTR_RTU = 20,
+	IB_CM_ATTR_DREQ = 21, IB_CM_ATTR_DREP = 22, IB_CM_ATTR_SIDR_REQ = 23,
+	IB_CM_ATTR_SIDR_REP = 24, IB_CM_ATTR_LAP = 25, IB_CM_ATTR_APR = 26,
 };
 
-/* Private data each message carries, in bytes. */
+/* Private data each message carries, in bytes; ARI and info at most. */
 enum {
-	IB_CM_REQ_PRIVATE_DATA_SIZE	 = 92,
-	IB_CM_MRA_PRIVATE_DATA_SIZE	 = 222,
-	IB_CM_REJ_PRIVATE_DATA_SIZE	 = 148,
-	IB_CM_REP_PRIVATE_DATA_SIZE	 = 196,
-	IB_CM_RTU_PRIVATE_DATA_SIZE	 = 224,
-	IB_CM_DREQ_PRIVATE_DATA_SIZE	 = 220,
-	IB_CM_DREP_PRIVATE_DATA_SIZE	 = 224,
-	IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE = 216,
+	IB_CM_REQ_PRIVATE_DATA_SIZE = 92, IB_CM_REP_PRIVATE_DATA_SIZE = 196,
+	IB_CM_MRA_PRIVATE_DATA_SIZE = 222, IB_CM_REJ_PRIVATE_DATA_SIZE = 148,
+	IB_CM_RTU_PRIVATE_DATA_SIZE = 224, IB_CM_DREQ_PRIVATE_DATA_SIZE = 220,
+	IB_CM_DREP_PRIVATE_DATA_SIZE = 224, IB_CM_LAP_PRIVATE_DATA_SIZE = 168,
+	IB_CM_APR_PRIVATE_DATA_SIZE = 148, IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE = 216,
 	IB_CM_SIDR_REP_PRIVATE_DATA_SIZE = 136,
-	IB_CM_LAP_PRIVATE_DATA_SIZE	 = 168,
-	IB_CM_APR_PRIVATE_DATA_SIZE	 = 148,
-	IB_CM_REJ_ARI_LENGTH		 = 72,	/* at most; 7-bit field */
-	IB_CM_APR_INFO_LENGTH		 = 72,
-	IB_CM_SIDR_REP_INFO_LENGTH	 = 72,
+	IB_CM_REJ_ARI_LENGTH = 72, IB_CM_APR_INFO_LENGTH = 72,
+	IB_CM_SIDR_REP_INFO_LENGTH = 72,
 };
 
 /**
@@ -76,22 +62,14 @@ enum {
  * The values are those of the user CM ABI; do not reorder.
  */
 enum ib_cm_state {
-	IB_CM_IDLE,
-	IB_CM_LISTEN,
-	IB_CM_REQ_SENT,
-	IB_CM_REQ_RCVD,
-	IB_CM_MRA_REQ_SENT,
-	IB_CM_MRA_REQ_RCVD,
-	IB_CM_REP_SENT,
-	IB_CM_REP_RCVD,
-	IB_CM_MRA_REP_SENT,
-	IB_CM_MRA_REP_RCVD,
-	IB_CM_ESTABLISHED,
-	IB_CM_DREQ_SENT,
-	IB_CM_DREQ_RCVD,
-	IB_CM_TIMEWAIT,
-	IB_CM_SIDR_REQ_SENT,
-	IB_CM_SIDR_REQ_RCVD,
+	IB_CM_IDLE = 0, IB_CM_LISTEN = 1,
+	IB_CM_REQ_SENT = 2, IB_CM_REQ_RCVD = 3,
+	IB_CM_MRA_REQ_SENT = 4, IB_CM_MRA_REQ_RCVD = 5,
+	IB_CM_REP_SENT = 6, IB_CM_REP_RCVD = 7,
+	IB_CM_MRA_REP_SENT = 8, IB_CM_MRA_REP_RCVD = 9,
+	IB_CM_ESTABLISHED = 10, IB_CM_DREQ_SENT = 11,
+	IB_CM_DREQ_RCVD = 12, IB_CM_TIMEWAIT = 13,
+	IB_CM_SIDR_REQ_SENT = 14, IB_CM_SIDR_REQ_RCVD = 15,
 	IB_CM_STATE_COUNT
 };
 
@@ -104,12 +82,9 @@ enum ib_cm_state {
  * @IB_CM_MRA_LAP_RCVD: the peer MRAed our LAP
  */
 enum ib_cm_lap_state {
-	IB_CM_LAP_IDLE,
-	IB_CM_LAP_SENT,
-	IB_CM_LAP_RCVD,
-	IB_CM_MRA_LAP_SENT,
-	IB_CM_MRA_LAP_RCVD,
-	IB_CM_LAP_STATE_COUNT
+	IB_CM_LAP_IDLE = 0, IB_CM_LAP_SENT = 1,
+	IB_CM_LAP_RCVD = 2, IB_CM_MRA_LAP_SENT = 3,
+	IB_CM_MRA_LAP_RCVD = 4, IB_CM_LAP_STATE_COUNT,
 };
 
 /**
@@ -136,24 +111,15 @@ enum ib_cm_lap_state {
  * The values are those of the user CM ABI; do not reorder.
  */
 enum ib_cm_event_type {
-	IB_CM_REQ_ERROR,
-	IB_CM_REQ_RECEIVED,
-	IB_CM_REP_ERROR,
-	IB_CM_REP_RECEIVED,
-	IB_CM_RTU_RECEIVED,
-	IB_CM_USER_ESTABLISHED,
-	IB_CM_DREQ_ERROR,
-	IB_CM_DREQ_RECEIVED,
-	IB_CM_DREP_RECEIVED,
-	IB_CM_TIMEWAIT_EXIT,
-	IB_CM_MRA_RECEIVED,
-	IB_CM_REJ_RECEIVED,
-	IB_CM_LAP_ERROR,
-	IB_CM_LAP_RECEIVED,
-	IB_CM_APR_RECEIVED,
-	IB_CM_SIDR_REQ_ERROR,
-	IB_CM_SIDR_REQ_RECEIVED,
-	IB_CM_SIDR_REP_RECEIVED,
+	IB_CM_REQ_ERROR = 0, IB_CM_REQ_RECEIVED = 1,
+	IB_CM_REP_ERROR = 2, IB_CM_REP_RECEIVED = 3,
+	IB_CM_RTU_RECEIVED = 4, IB_CM_USER_ESTABLISHED = 5,
+	IB_CM_DREQ_ERROR = 6, IB_CM_DREQ_RECEIVED = 7,
+	IB_CM_DREP_RECEIVED = 8, IB_CM_TIMEWAIT_EXIT = 9,
+	IB_CM_MRA_RECEIVED = 10, IB_CM_REJ_RECEIVED = 11,
+	IB_CM_LAP_ERROR = 12, IB_CM_LAP_RECEIVED = 13,
+	IB_CM_APR_RECEIVED = 14, IB_CM_SIDR_REQ_ERROR = 15,
+	IB_CM_SIDR_REQ_RECEIVED = 16, IB_CM_SIDR_REP_RECEIVED = 17,
 	IB_CM_EVENT_COUNT
 };
 
@@ -171,69 +137,48 @@ enum ib_cm_mra_msg {
 	IB_CM_MRA_MSG_LAP	= 2,
 };
 
-/* REJ:Reason (IBA table "Reject reason"); the ARI each carries is noted. */
+/*
+ * REJ:Reason (IBA table "Reject reason"). Of those we send or read, the ARI
+ * of TIMEOUT is a CA GUID, of INVALID_GID the GID, of PORT_CM_REDIRECT a
+ * ClassPortInfo.
+ */
 enum ib_cm_rej_reason {
-	IB_CM_REJ_NO_QP				= 1,
-	IB_CM_REJ_NO_EEC			= 2,
-	IB_CM_REJ_NO_RESOURCES			= 3,
-	IB_CM_REJ_TIMEOUT			= 4,	/* ARI: CA GUID */
-	IB_CM_REJ_UNSUPPORTED			= 5,
-	IB_CM_REJ_INVALID_COMM_ID		= 6,
-	IB_CM_REJ_INVALID_COMM_INSTANCE		= 7,
-	IB_CM_REJ_INVALID_SERVICE_ID		= 8,
-	IB_CM_REJ_INVALID_TRANSPORT_TYPE	= 9,
-	IB_CM_REJ_STALE_CONN			= 10,
-	IB_CM_REJ_RDC_NOT_EXIST			= 11,
-	IB_CM_REJ_INVALID_GID			= 12,	/* ARI: the GID */
-	IB_CM_REJ_INVALID_LID			= 13,
-	IB_CM_REJ_INVALID_SL			= 14,
-	IB_CM_REJ_INVALID_TRAFFIC_CLASS		= 15,
-	IB_CM_REJ_INVALID_HOP_LIMIT		= 16,
-	IB_CM_REJ_INVALID_PACKET_RATE		= 17,
-	IB_CM_REJ_INVALID_ALT_GID		= 18,
-	IB_CM_REJ_INVALID_ALT_LID		= 19,
-	IB_CM_REJ_INVALID_ALT_SL		= 20,
-	IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS	= 21,
-	IB_CM_REJ_INVALID_ALT_HOP_LIMIT		= 22,
-	IB_CM_REJ_INVALID_ALT_PACKET_RATE	= 23,
-	IB_CM_REJ_PORT_CM_REDIRECT		= 24,	/* ARI: ClassPortInfo */
-	IB_CM_REJ_PORT_REDIRECT			= 25,
-	IB_CM_REJ_INVALID_MTU			= 26,
-	IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES	= 27,
-	IB_CM_REJ_CONSUMER_DEFINED		= 28,
-	IB_CM_REJ_INVALID_RNR_RETRY		= 29,
-	IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID	= 30,
-	IB_CM_REJ_INVALID_CLASS_VERSION		= 31,
-	IB_CM_REJ_INVALID_FLOW_LABEL		= 32,
-	IB_CM_REJ_INVALID_ALT_FLOW_LABEL	= 33,
+	IB_CM_REJ_NO_QP = 1, IB_CM_REJ_NO_EEC = 2,
+	IB_CM_REJ_NO_RESOURCES = 3, IB_CM_REJ_TIMEOUT = 4,
+	IB_CM_REJ_UNSUPPORTED = 5, IB_CM_REJ_INVALID_COMM_ID = 6,
+	IB_CM_REJ_INVALID_COMM_INSTANCE = 7, IB_CM_REJ_INVALID_SERVICE_ID = 8,
+	IB_CM_REJ_INVALID_TRANSPORT_TYPE = 9, IB_CM_REJ_STALE_CONN = 10,
+	IB_CM_REJ_RDC_NOT_EXIST = 11, IB_CM_REJ_INVALID_GID = 12,
+	IB_CM_REJ_INVALID_LID = 13, IB_CM_REJ_INVALID_SL = 14,
+	IB_CM_REJ_INVALID_TRAFFIC_CLASS = 15, IB_CM_REJ_INVALID_HOP_LIMIT = 16,
+	IB_CM_REJ_INVALID_PACKET_RATE = 17, IB_CM_REJ_INVALID_ALT_GID = 18,
+	IB_CM_REJ_INVALID_ALT_LID = 19, IB_CM_REJ_INVALID_ALT_SL = 20,
+	IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS = 21, IB_CM_REJ_INVALID_ALT_HOP_LIMIT = 22,
+	IB_CM_REJ_INVALID_ALT_PACKET_RATE = 23, IB_CM_REJ_PORT_CM_REDIRECT = 24,
+	IB_CM_REJ_PORT_REDIRECT = 25, IB_CM_REJ_INVALID_MTU = 26,
+	IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES = 27, IB_CM_REJ_CONSUMER_DEFINED = 28,
+	IB_CM_REJ_INVALID_RNR_RETRY = 29, IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID = 30,
+	IB_CM_REJ_INVALID_CLASS_VERSION = 31, IB_CM_REJ_INVALID_FLOW_LABEL = 32,
+	IB_CM_REJ_INVALID_ALT_FLOW_LABEL = 33,
 };
 
 /* SIDR_REP:Status. */
 enum ib_cm_sidr_status {
-	IB_SIDR_SUCCESS			= 0,
-	IB_SIDR_UNSUPPORTED		= 1,	/* no such service ID */
-	IB_SIDR_REJECT			= 2,
-	IB_SIDR_NO_QP			= 3,
-	IB_SIDR_REDIRECT		= 4,	/* info: ClassPortInfo */
-	IB_SIDR_UNSUPPORTED_VERSION	= 5,
+	IB_SIDR_SUCCESS = 0, IB_SIDR_UNSUPPORTED = 1, /* no such service ID */
+	IB_SIDR_REJECT = 2, IB_SIDR_NO_QP = 3,
+	IB_SIDR_REDIRECT = 4, /* info: ClassPortInfo */
+	IB_SIDR_UNSUPPORTED_VERSION = 5,
 };
 
 /* APR:APStatus. */
 enum ib_cm_apr_status {
-	IB_CM_APR_SUCCESS		= 0,
-	IB_CM_APR_INVALID_COMM_ID	= 1,
-	IB_CM_APR_UNSUPPORTED		= 2,
-	IB_CM_APR_REJECT		= 3,
-	IB_CM_APR_REDIRECT		= 4,
-	IB_CM_APR_IS_CURRENT		= 5,
-	IB_CM_APR_INVALID_QPN_EECN	= 6,
-	IB_CM_APR_INVALID_LID		= 7,
-	IB_CM_APR_INVALID_GID		= 8,
-	IB_CM_APR_INVALID_FLOW_LABEL	= 9,
-	IB_CM_APR_INVALID_TCLASS	= 10,
-	IB_CM_APR_INVALID_HOP_LIMIT	= 11,
-	IB_CM_APR_INVALID_PACKET_RATE	= 12,
-	IB_CM_APR_INVALID_SL		= 13,
+	IB_CM_APR_SUCCESS = 0, IB_CM_APR_INVALID_COMM_ID = 1,
+	IB_CM_APR_UNSUPPORTED = 2, IB_CM_APR_REJECT = 3,
+	IB_CM_APR_REDIRECT = 4, IB_CM_APR_IS_CURRENT = 5,
+	IB_CM_APR_INVALID_QPN_EECN = 6, IB_CM_APR_INVALID_LID = 7,
+	IB_CM_APR_INVALID_GID = 8, IB_CM_APR_INVALID_FLOW_LABEL = 9,
+	IB_CM_APR_INVALID_TCLASS = 10, IB_CM_APR_INVALID_HOP_LIMIT = 11,
+	IB_CM_APR_INVALID_PACKET_RATE = 12, IB_CM_APR_INVALID_SL = 13,
 };
 
 struct ib_cm_id;
@@ -266,12 +211,10 @@ struct ib_cm_id {
 	ib_cm_handler		cm_handler;
 	void			*context;
 	struct ib_device	*device;
-	__be64			service_id;
-	__be64			service_mask;
+	__be64			service_id, service_mask;
 	enum ib_cm_state	state;
 	enum ib_cm_lap_state	lap_state;
-	__be32			local_id;
-	__be32			remote_id;
+	__be32			local_id, remote_id;
 	u32			remote_cm_qpn;
 };
 
@@ -298,23 +241,14 @@ struct ib_cm_id {
  */
 struct ib_cm_req_event_param {
 	struct ib_cm_id		*listen_id;
-	u8			port;
-	struct ib_sa_path_rec	*primary_path;
-	struct ib_sa_path_rec	*alternate_path;
+	struct ib_sa_path_rec	*primary_path, *alternate_path;
 	__be64			remote_ca_guid;
-	u32			remote_qkey;
-	u32			remote_qpn;
+	u32			remote_qkey, remote_qpn, starting_psn;
 	enum ib_qp_type		qp_type;
-	u32			starting_psn;
-	u8			responder_resources;
-	u8			initiator_depth;
-	u8			local_cm_response_timeout;
-	u8			flow_control;
-	u8			remote_cm_response_timeout;
-	u8			retry_count;
-	u8			rnr_retry_count;
-	u8			max_cm_retries;
-	u8			srq;
+	u8			port, srq, flow_control;
+	u8			responder_resources, initiator_depth;
+	u8			local_cm_response_timeout, remote_cm_response_timeout;
+	u8			retry_count, rnr_retry_count, max_cm_retries;
 };
 
 /**
@@ -332,17 +266,10 @@ struct ib_cm_req_event_param {
  * @srq: whether its QP uses an SRQ
  */
 struct ib_cm_rep_event_param {
-	__be64			remote_ca_guid;
-	u32			remote_qkey;
-	u32			remote_qpn;
-	u32			starting_psn;
-	u8			responder_resources;
-	u8			initiator_depth;
-	u8			target_ack_delay;
-	u8			failover_accepted;
-	u8			flow_control;
-	u8			rnr_retry_count;
-	u8			srq;
+	__be64	remote_ca_guid;
+	u32	remote_qkey, remote_qpn, starting_psn;
+	u8	responder_resources, initiator_depth, target_ack_delay;
+	u8	failover_accepted, flow_control, rnr_retry_count, srq;
 };
 
 /**
@@ -353,8 +280,8 @@ struct ib_cm_rep_event_param {
  */
 struct ib_cm_rej_event_param {
 	enum ib_cm_rej_reason	reason;
-	void			*ari;
 	u8			ari_length;
+	void			*ari;
 };
 
 /**
@@ -381,8 +308,8 @@ struct ib_cm_lap_event_param {
  */
 struct ib_cm_apr_event_param {
 	enum ib_cm_apr_status	ap_status;
-	void			*apr_info;
 	u8			info_len;
+	void			*apr_info;
 };
 
 /**
@@ -392,9 +319,9 @@ struct ib_cm_apr_event_param {
  * @port: the port it arrived on
  */
 struct ib_cm_sidr_req_event_param {
-	struct ib_cm_id		*listen_id;
-	u16			pkey;
-	u8			port;
+	struct ib_cm_id	*listen_id;
+	u16		pkey;
+	u8		port;
 };
 
 /**
@@ -407,10 +334,9 @@ struct ib_cm_sidr_req_event_param {
  */
 struct ib_cm_sidr_rep_event_param {
 	enum ib_cm_sidr_status	status;
-	u32			qkey;
-	u32			qpn;
-	void			*info;
+	u32			qkey, qpn;
 	u8			info_len;
+	void			*info;
 };
 
 /**
@@ -431,18 +357,18 @@ struct ib_cm_sidr_rep_event_param {
  */
 struct ib_cm_event {
 	enum ib_cm_event_type event;
-	union {
-		struct ib_cm_req_event_param		req_rcvd;
-		struct ib_cm_rep_event_param		rep_rcvd;
-		struct ib_cm_rej_event_param		rej_rcvd;
-		struct ib_cm_mra_event_param		mra_rcvd;
-		struct ib_cm_lap_event_param		lap_rcvd;
-		struct ib_cm_apr_event_param		apr_rcvd;
-		struct ib_cm_sidr_req_event_param	sidr_req_rcvd;
-		struct ib_cm_sidr_rep_event_param	sidr_rep_rcvd;
-		enum ib_wc_status			send_status;
-	} param;
 	void *private_data;
+	union {
+		enum ib_wc_status send_status;
+		struct ib_cm_req_event_param req_rcvd;
+		struct ib_cm_rep_event_param rep_rcvd;
+		struct ib_cm_mra_event_param mra_rcvd;
+		struct ib_cm_rej_event_param rej_rcvd;
+		struct ib_cm_sidr_req_event_param sidr_req_rcvd;
+		struct ib_cm_sidr_rep_event_param sidr_rep_rcvd;
+		struct ib_cm_lap_event_param lap_rcvd;
+		struct ib_cm_apr_event_param apr_rcvd;
+	} param;
 };
 
 /**
@@ -467,24 +393,15 @@ struct ib_cm_event {
  * @srq: whether our QP uses an SRQ
  */
 struct ib_cm_req_param {
-	struct ib_sa_path_rec	*primary_path;
-	struct ib_sa_path_rec	*alternate_path;
+	struct ib_sa_path_rec	*primary_path, *alternate_path;
 	__be64			service_id;
-	u32			qp_num;
 	enum ib_qp_type		qp_type;
-	u32			starting_psn;
+	u32			qp_num, starting_psn;
 	const void		*private_data;
-	u8			private_data_len;
-	u8			peer_to_peer;
-	u8			responder_resources;
-	u8			initiator_depth;
-	u8			remote_cm_response_timeout;
-	u8			flow_control;
-	u8			local_cm_response_timeout;
-	u8			retry_count;
-	u8			rnr_retry_count;
-	u8			max_cm_retries;
-	u8			srq;
+	u8			private_data_len, peer_to_peer, srq, flow_control;
+	u8			responder_resources, initiator_depth;
+	u8			remote_cm_response_timeout, local_cm_response_timeout;
+	u8			retry_count, rnr_retry_count, max_cm_retries;
 };
 
 /**
@@ -502,17 +419,11 @@ struct ib_cm_req_param {
  * @srq: whether our QP uses an SRQ
  */
 struct ib_cm_rep_param {
-	u32		qp_num;
-	u32		starting_psn;
+	u32		qp_num, starting_psn;
 	const void	*private_data;
-	u8		private_data_len;
-	u8		responder_resources;
-	u8		initiator_depth;
-	u8		target_ack_delay;
-	u8		failover_accepted;
-	u8		flow_control;
+	u8		private_data_len, srq, flow_control, failover_accepted;
+	u8		responder_resources, initiator_depth, target_ack_delay;
 	u8		rnr_retry_count;
-	u8		srq;
 };
 
 /**
@@ -529,10 +440,9 @@ struct ib_cm_sidr_req_param {
 	struct ib_sa_path_rec	*path;
 	__be64			service_id;
 	int			timeout_ms;
-	const void		*private_data;
-	u8			private_data_len;
-	u8			max_cm_retries;
 	u16			pkey;
+	u8			max_cm_retries, private_data_len;
+	const void		*private_data;
 };
 
 /**
@@ -546,13 +456,10 @@ struct ib_cm_sidr_req_param {
  * @private_data_len: its length
  */
 struct ib_cm_sidr_rep_param {
-	u32			qp_num;
-	u32			qkey;
 	enum ib_cm_sidr_status	status;
-	const void		*info;
-	u8			info_length;
-	const void		*private_data;
-	u8			private_data_len;
+	u32			qp_num, qkey;
+	u8			info_length, private_data_len;
+	const void		*info, *private_data;
 };
 
 /**
