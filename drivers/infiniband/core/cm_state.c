@@ -524,3 +524,90 @@ enum cm_retry_verdict cm_retry_expired(struct cm_retry *r)
 	r->wait_ms = r->base_ms;
 	return CM_RETRY_RESEND;
 }
+
+#define CM_BIT(st)	BIT(IB_CM_##st)
+
+/*
+ * The CM states in which the consumer may ask for the attributes of each
+ * QP transition: INIT once a REQ is sent or received, RTR once the peer's
+ * QPN and PSN are known, RTS once both sides have accepted.
+ */
+static const u32 cm_qp_ok[] = {
+	[IB_QPS_INIT] = CM_BIT(REQ_SENT) | CM_BIT(MRA_REQ_RCVD) |
+			CM_BIT(REQ_RCVD) | CM_BIT(MRA_REQ_SENT) |
+			CM_BIT(REP_SENT) | CM_BIT(MRA_REP_RCVD) |
+			CM_BIT(REP_RCVD) | CM_BIT(MRA_REP_SENT) |
+			CM_BIT(ESTABLISHED),
+	[IB_QPS_RTR] = CM_BIT(REQ_RCVD) | CM_BIT(MRA_REQ_SENT) |
+		       CM_BIT(REP_SENT) | CM_BIT(MRA_REP_RCVD) |
+		       CM_BIT(REP_RCVD) | CM_BIT(MRA_REP_SENT) |
+		       CM_BIT(ESTABLISHED),
+	[IB_QPS_RTS] = CM_BIT(REP_SENT) | CM_BIT(MRA_REP_RCVD) |
+		       CM_BIT(REP_RCVD) | CM_BIT(MRA_REP_SENT) |
+		       CM_BIT(ESTABLISHED),
+};
+
+/**
+ * cm_qp_attr() - the attributes of the consumer's next QP transition
+ * @state: the connection's state
+ * @p: what the CM keeps of the connection
+ * @attr: in: qp_state, the state the QP moves to (INIT, RTR or RTS);
+ *	out: the attributes of that transition
+ * @mask: out: the &enum ib_qp_attr_mask bits of ib_modify_qp() for it
+ *
+ * RC QPs get the RDMA read/atomic and timer attributes on top of what UC
+ * QPs get (IBA 11.2.4.2, the Modify QP table).
+ *
+ * Return: 0, or -EINVAL for another target state, a state of the
+ * connection that gives none for it, or a QP type other than RC or UC.
+ */
+int cm_qp_attr(enum ib_cm_state state, const struct cm_qp_params *p,
+	       struct ib_qp_attr *attr, int *mask)
+{
+	enum ib_qp_state to = attr->qp_state;
+	bool rc = p->qp_type == IB_QPT_RC;
+
+	if ((unsigned int)to >= ARRAY_SIZE(cm_qp_ok) ||
+	    (unsigned int)state >= IB_CM_STATE_COUNT ||
+	    !(cm_qp_ok[to] & BIT(state)) ||
+	    (!rc && p->qp_type != IB_QPT_UC))
+		return -EINVAL;
+
+	*mask = IB_QP_STATE;
+	switch (to) {
+	case IB_QPS_INIT:
+		*mask |= IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PORT;
+		attr->qp_access_flags = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+		if (rc && p->responder_resources)
+			attr->qp_access_flags |= IB_ACCESS_REMOTE_READ |
+						 IB_ACCESS_REMOTE_ATOMIC;
+		attr->pkey_index = p->pkey_index;
+		attr->port_num = p->port_num;
+		break;
+	case IB_QPS_RTR:
+		*mask |= IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN;
+		attr->ah_attr = p->ah_attr;
+		attr->path_mtu = p->path_mtu;
+		attr->dest_qp_num = p->remote_qpn;
+		attr->rq_psn = p->rq_psn;
+		if (rc) {
+			*mask |= IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER;
+			attr->max_dest_rd_atomic = p->responder_resources;
+			attr->min_rnr_timer = p->min_rnr_timer;
+		}
+		break;
+	default:	/* IB_QPS_RTS */
+		*mask |= IB_QP_SQ_PSN;
+		attr->sq_psn = p->sq_psn;
+		if (rc) {
+			*mask |= IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+				 IB_QP_MAX_QP_RD_ATOMIC;
+			attr->timeout = p->local_ack_timeout;
+			attr->retry_cnt = p->retry_count;
+			attr->rnr_retry = p->rnr_retry_count;
+			attr->max_rd_atomic = p->initiator_depth;
+		}
+		break;
+	}
+	return 0;
+}

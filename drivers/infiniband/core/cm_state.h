@@ -125,4 +125,34 @@ void cm_retry_start(struct cm_retry *r, unsigned long timeout_ms, u8 max_retries
 void cm_retry_mra(struct cm_retry *r, unsigned long mra_ms);
 enum cm_retry_verdict cm_retry_expired(struct cm_retry *r);
 
+/*
+ * struct cm_qp_params - what the CM keeps of a connection for the
+ * consumer's QP transitions (ib_cm_init_qp_attr())
+ * @qp_type: IB_QPT_RC or IB_QPT_UC
+ * @port_num, @pkey_index: where the QP lives
+ * @ah_attr: the primary path as an address vector
+ * @path_mtu: the path's MTU
+ * @remote_qpn: the peer's QP
+ * @sq_psn: our starting PSN; @rq_psn: the peer's
+ * @responder_resources: RDMA reads/atomics our QP answers at once
+ * @initiator_depth: RDMA reads/atomics our QP has outstanding at once
+ * @local_ack_timeout: the transport timeout exponent of our QP
+ * @retry_count, @rnr_retry_count: transport and RNR retries of our QP
+ * @min_rnr_timer: the RNR NAK timer our QP advertises
+ */
+struct cm_qp_params {
+	enum ib_qp_type		qp_type;
+	u8			port_num;
+	u16			pkey_index;
+	struct ib_ah_attr	ah_attr;
+	enum ib_mtu		path_mtu;
+	u32			remote_qpn, sq_psn, rq_psn;
+	u8			responder_resources, initiator_depth;
+	u8			local_ack_timeout, retry_count, rnr_retry_count;
+	u8			min_rnr_timer;
+};
+
+int cm_qp_attr(enum ib_cm_state state, const struct cm_qp_params *p,
+	       struct ib_qp_attr *attr, int *mask);
+
 #endif /* IB_CM_STATE_H */

@@ -9,6 +9,7 @@
  */
 
 #include <kunit/test.h>
+#include <linux/string.h>
 
 #include "cm_state.h"
 
@@ -492,6 +493,120 @@ static void cm_out_of_range(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cm_step(S(IDLE), L0, CM_IN_COUNT, &st), -EINVAL);
 }
 
+/* The CM states that give attributes for each QP transition. */
+static const u32 cm_qp_states[] = {
+	[IB_QPS_INIT] = BIT(IB_CM_REQ_SENT) | BIT(IB_CM_MRA_REQ_RCVD) |
+			BIT(IB_CM_REQ_RCVD) | BIT(IB_CM_MRA_REQ_SENT) |
+			BIT(IB_CM_REP_SENT) | BIT(IB_CM_MRA_REP_RCVD) |
+			BIT(IB_CM_REP_RCVD) | BIT(IB_CM_MRA_REP_SENT) |
+			BIT(IB_CM_ESTABLISHED),
+	[IB_QPS_RTR] = BIT(IB_CM_REQ_RCVD) | BIT(IB_CM_MRA_REQ_SENT) |
+		       BIT(IB_CM_REP_SENT) | BIT(IB_CM_MRA_REP_RCVD) |
+		       BIT(IB_CM_REP_RCVD) | BIT(IB_CM_MRA_REP_SENT) |
+		       BIT(IB_CM_ESTABLISHED),
+	[IB_QPS_RTS] = BIT(IB_CM_REP_SENT) | BIT(IB_CM_MRA_REP_RCVD) |
+		       BIT(IB_CM_REP_RCVD) | BIT(IB_CM_MRA_REP_SENT) |
+		       BIT(IB_CM_ESTABLISHED),
+};
+
+static const struct cm_qp_params cm_qp_sample = {
+	.qp_type = IB_QPT_RC, .port_num = 2, .pkey_index = 3,
+	.ah_attr = { .dlid = 0x24, .sl = 5, .port_num = 2 },
+	.path_mtu = IB_MTU_2048, .remote_qpn = 0x123456,
+	.sq_psn = 0xabcdef, .rq_psn = 0x654321,
+	.responder_resources = 4, .initiator_depth = 2,
+	.local_ack_timeout = 14, .retry_count = 7, .rnr_retry_count = 6,
+	.min_rnr_timer = 12,
+};
+
+/* ib_cm_init_qp_attr()'s rules: which states, which attributes. */
+static void cm_qp_attrs(struct kunit *test)
+{
+	static const enum ib_qp_state to[] = { IB_QPS_INIT, IB_QPS_RTR, IB_QPS_RTS };
+	struct cm_qp_params p = cm_qp_sample;
+	struct ib_qp_attr a;
+	int mask[3], i, s;
+
+	for (i = 0; i < ARRAY_SIZE(to); i++)
+		for (s = 0; s < IB_CM_STATE_COUNT; s++) {
+			int m, ret;
+
+			a.qp_state = to[i];
+			ret = cm_qp_attr(s, &p, &a, &m);
+			KUNIT_EXPECT_EQ_MSG(test, ret, cm_qp_states[to[i]] & BIT(s) ? 0 : -EINVAL,
+					    "QP state %d in %s", to[i], cm_state_name(s));
+		}
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_INIT;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_REQ_SENT, &p, &a, &mask[0]), 0);
+	KUNIT_EXPECT_EQ(test, mask[0], IB_QP_STATE | IB_QP_ACCESS_FLAGS |
+			IB_QP_PKEY_INDEX | IB_QP_PORT);
+	KUNIT_EXPECT_EQ(test, a.qp_access_flags, IB_ACCESS_LOCAL_WRITE |
+			IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
+			IB_ACCESS_REMOTE_ATOMIC);
+	KUNIT_EXPECT_EQ(test, a.pkey_index, 3);
+	KUNIT_EXPECT_EQ(test, a.port_num, 2);
+
+	a.qp_state = IB_QPS_RTR;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_REP_RCVD, &p, &a, &mask[1]), 0);
+	KUNIT_EXPECT_EQ(test, mask[1], IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+			IB_QP_MIN_RNR_TIMER);
+	KUNIT_EXPECT_EQ(test, a.ah_attr.dlid, 0x24);
+	KUNIT_EXPECT_EQ(test, a.ah_attr.sl, 5);
+	KUNIT_EXPECT_EQ(test, a.path_mtu, IB_MTU_2048);
+	KUNIT_EXPECT_EQ(test, a.dest_qp_num, 0x123456U);
+	KUNIT_EXPECT_EQ(test, a.rq_psn, 0x654321U);
+	KUNIT_EXPECT_EQ(test, a.max_dest_rd_atomic, 4);
+	KUNIT_EXPECT_EQ(test, a.min_rnr_timer, 12);
+
+	a.qp_state = IB_QPS_RTS;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_REP_RCVD, &p, &a, &mask[2]), 0);
+	KUNIT_EXPECT_EQ(test, mask[2], IB_QP_STATE | IB_QP_SQ_PSN | IB_QP_TIMEOUT |
+			IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+	KUNIT_EXPECT_EQ(test, a.sq_psn, 0xabcdefU);
+	KUNIT_EXPECT_EQ(test, a.timeout, 14);
+	KUNIT_EXPECT_EQ(test, a.retry_cnt, 7);
+	KUNIT_EXPECT_EQ(test, a.rnr_retry, 6);
+	KUNIT_EXPECT_EQ(test, a.max_rd_atomic, 2);
+
+	/* the core's Modify QP table (verbs.c) accepts each mask */
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_RC, mask[0]));
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_RC, mask[1]));
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RTR, IB_QPS_RTS, IB_QPT_RC, mask[2]));
+
+	/* UC: no RDMA read, atomics or transport timers */
+	p.qp_type = IB_QPT_UC;
+	for (i = 0; i < ARRAY_SIZE(to); i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = to[i];
+		KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask[i]), 0);
+	}
+	KUNIT_EXPECT_EQ(test, mask[1], IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			IB_QP_DEST_QPN | IB_QP_RQ_PSN);
+	KUNIT_EXPECT_EQ(test, mask[2], IB_QP_STATE | IB_QP_SQ_PSN);
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_UC, mask[0]));
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_UC, mask[1]));
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RTR, IB_QPS_RTS, IB_QPT_UC, mask[2]));
+
+	/* RC without responder resources: no remote read or atomic */
+	p = cm_qp_sample;
+	p.responder_resources = 0;
+	a.qp_state = IB_QPS_INIT;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_REQ_RCVD, &p, &a, &mask[0]), 0);
+	KUNIT_EXPECT_EQ(test, a.qp_access_flags, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
+
+	/* no other target state, no UD */
+	a.qp_state = IB_QPS_RESET;
+	KUNIT_EXPECT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask[0]), -EINVAL);
+	a.qp_state = IB_QPS_ERR;
+	KUNIT_EXPECT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask[0]), -EINVAL);
+	p.qp_type = IB_QPT_UD;
+	a.qp_state = IB_QPS_INIT;
+	KUNIT_EXPECT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask[0]), -EINVAL);
+}
+
 static struct kunit_case cm_state_cases[] = {
 	KUNIT_CASE(cm_walk_active),
 	KUNIT_CASE(cm_walk_passive),
@@ -506,6 +621,7 @@ static struct kunit_case cm_state_cases[] = {
 	KUNIT_CASE(cm_retries),
 	KUNIT_CASE(cm_names),
 	KUNIT_CASE(cm_out_of_range),
+	KUNIT_CASE(cm_qp_attrs),
 	{}
 };
 
