@@ -14,6 +14,7 @@
  */
 
 #include <linux/errno.h>
+#include <linux/minmax.h>
 #include <linux/kernel.h>
 #include <linux/stddef.h>
 #include <linux/string.h>
@@ -502,4 +503,109 @@ int cm_check_mad_hdr(const struct ib_mad_hdr *hdr)
 	if (kind == CM_MSG_CLASS_PORT_INFO)
 		return -ENOMSG;
 	return kind;
+}
+
+/* The 5-bit time exponents of the CM: 4.096 us * 2^t, t <= 31. */
+#define CM_EXP_MAX	31
+
+static u64 cm_exp_ns(u8 t)
+{
+	return 4096ULL << min_t(u8, t, CM_EXP_MAX);
+}
+
+/**
+ * cm_ack_timeout() - the Local ACK Timeout exponent for a path
+ * @ca_ack_delay: the sending CA's ACK delay exponent
+ * @packet_life_time: the path's PacketLifeTime exponent
+ *
+ * The smallest exponent whose time covers a round trip on the path plus
+ * the CA's ACK delay (2 * PLT + delay), capped at 31.
+ *
+ * Return: the exponent.
+ */
+u8 cm_ack_timeout(u8 ca_ack_delay, u8 packet_life_time)
+{
+	u64 need = 2 * cm_exp_ns(packet_life_time) + cm_exp_ns(ca_ack_delay);
+	u8 t = 0;
+
+	while (t < CM_EXP_MAX && cm_exp_ns(t) < need)
+		t++;
+	return t;
+}
+
+/* A path record, as the sender of a REQ sees it, into a REQ path block. */
+static void cm_format_path(struct cm_msg_path *out, const struct ib_sa_path_rec *path,
+			   u8 ca_ack_delay)
+{
+	out->local_lid = path->slid;
+	out->remote_lid = path->dlid;
+	out->local_gid = path->sgid;
+	out->remote_gid = path->dgid;
+	out->flow_label = path->flow_label;
+	out->packet_rate = path->rate;
+	out->traffic_class = path->traffic_class;
+	out->hop_limit = path->hop_limit;
+	out->sl = path->sl;
+	/* a path that leaves the subnet has to cross a router */
+	out->subnet_local = path->hop_limit <= 1;
+	out->local_ack_timeout = cm_ack_timeout(ca_ack_delay, path->packet_life_time);
+}
+
+/**
+ * cm_format_req() - the REQ for a consumer's ib_send_cm_req() call
+ * @m: the REQ, filled in completely
+ * @p: the consumer's parameters
+ * @local_comm_id: our comm ID for the connection
+ * @local_ca_guid: our CA's node GUID
+ * @ca_ack_delay: our CA's ACK delay exponent (for the ACK timeouts)
+ *
+ * Every parameter is checked against its field before anything is
+ * written to @m: a value that does not fit is refused, never cut.
+ *
+ * Return: 0; -EINVAL for a missing primary path, a QP type other than RC
+ * or UC, a QPN or PSN wider than 24 bits, a timeout over 31, a retry
+ * count over its field, or private data longer than 92 bytes (or given
+ * a length without a buffer); -EOPNOTSUPP for peer-to-peer.
+ */
+int cm_format_req(struct cm_req *m, const struct ib_cm_req_param *p,
+		  __be32 local_comm_id, __be64 local_ca_guid, u8 ca_ack_delay)
+{
+	const struct ib_sa_path_rec *pri = p->primary_path;
+
+	if (!pri || (p->qp_type != IB_QPT_RC && p->qp_type != IB_QPT_UC) ||
+	    p->qp_num > 0xffffff || p->starting_psn > 0xffffff ||
+	    p->remote_cm_response_timeout > CM_EXP_MAX ||
+	    p->local_cm_response_timeout > CM_EXP_MAX ||
+	    p->retry_count > 7 || p->rnr_retry_count > 7 ||
+	    p->max_cm_retries > 15 ||
+	    p->private_data_len > IB_CM_REQ_PRIVATE_DATA_SIZE ||
+	    (p->private_data_len && !p->private_data))
+		return -EINVAL;
+	if (p->peer_to_peer)
+		return -EOPNOTSUPP;
+
+	memset(m, 0, sizeof(*m));
+	m->local_comm_id = local_comm_id;
+	m->service_id = p->service_id;
+	m->local_ca_guid = local_ca_guid;
+	m->local_qpn = cpu_to_be32(p->qp_num);
+	m->responder_resources = p->responder_resources;
+	m->initiator_depth = p->initiator_depth;
+	m->remote_cm_response_timeout = p->remote_cm_response_timeout;
+	m->transport_type = p->qp_type == IB_QPT_RC ? 0 : 1;
+	m->end_to_end_flow_control = !!p->flow_control;
+	m->starting_psn = cpu_to_be32(p->starting_psn);
+	m->local_cm_response_timeout = p->local_cm_response_timeout;
+	m->retry_count = p->retry_count;
+	m->pkey = pri->pkey;
+	m->path_mtu = pri->mtu;
+	m->rnr_retry_count = p->rnr_retry_count;
+	m->max_cm_retries = p->max_cm_retries;
+	m->srq = !!p->srq;
+	cm_format_path(&m->primary, pri, ca_ack_delay);
+	if (p->alternate_path)
+		cm_format_path(&m->alternate, p->alternate_path, ca_ack_delay);
+	if (p->private_data_len)
+		memcpy(m->private_data, p->private_data, p->private_data_len);
+	return 0;
 }

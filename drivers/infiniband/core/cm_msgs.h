@@ -212,4 +212,8 @@ void cm_format_mad_hdr(struct ib_mad_hdr *hdr, enum cm_msg_kind kind, u64 tid);
 int cm_check_mad_hdr(const struct ib_mad_hdr *hdr);
 const struct ib_field *cm_msg_rows(enum cm_msg_kind kind, int *nrows);
 
+u8 cm_ack_timeout(u8 ca_ack_delay, u8 packet_life_time);
+int cm_format_req(struct cm_req *m, const struct ib_cm_req_param *p,
+		  __be32 local_comm_id, __be64 local_ca_guid, u8 ca_ack_delay);
+
 #endif /* IB_CM_MSGS_H */

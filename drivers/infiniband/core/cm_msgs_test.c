@@ -744,6 +744,103 @@ static void cm_mad_header(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cm_check_mad_hdr(&hdr), -EINVAL);
 }
 
+/* ACK timeout exponents: 2 * PLT + CA ACK delay, rounded up, capped. */
+static void cm_ack_timeouts(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, cm_ack_timeout(15, 14), 16);	/* 2^15 + 2^15 */
+	KUNIT_EXPECT_EQ(test, cm_ack_timeout(0, 14), 16);	/* just over 2^15 */
+	KUNIT_EXPECT_EQ(test, cm_ack_timeout(17, 14), 18);	/* 2^15 + 2^17 */
+	KUNIT_EXPECT_EQ(test, cm_ack_timeout(0, 0), 2);		/* 3 units */
+	KUNIT_EXPECT_EQ(test, cm_ack_timeout(0, 30), 31);
+	KUNIT_EXPECT_EQ(test, cm_ack_timeout(31, 31), 31);
+}
+
+/* A consumer's REQ parameters, checked and laid into the message. */
+static void cm_format_req_param(struct kunit *test)
+{
+	struct ib_sa_path_rec path = {
+		.slid = cpu_to_be16(0x13), .dlid = cpu_to_be16(0x24),
+		.flow_label = cpu_to_be32(0xabcde), .rate = IB_RATE_20_GBPS,
+		.traffic_class = 0x5a, .hop_limit = 0x40, .sl = 0xd,
+		.packet_life_time = 14, .pkey = cpu_to_be16(0x8001),
+		.mtu = IB_MTU_2048,
+	};
+	u8 pd[IB_CM_REQ_PRIVATE_DATA_SIZE + 1], buf[CM_DATA];
+	struct ib_cm_req_param p = {
+		.primary_path = &path, .qp_type = IB_QPT_RC,
+		.service_id = cpu_to_be64(0x0102030405060708ULL),
+		.qp_num = 0x123456, .starting_psn = 0x654321,
+		.private_data = pd, .private_data_len = IB_CM_REQ_PRIVATE_DATA_SIZE,
+		.responder_resources = 4, .initiator_depth = 7,
+		.remote_cm_response_timeout = 20, .flow_control = 1,
+		.local_cm_response_timeout = 18, .retry_count = 5,
+		.rnr_retry_count = 7, .max_cm_retries = 15, .srq = 1,
+	};
+	/* 40: remote EECN 0; 43: 10100, RC 00, e2e 1 -> a1 */
+	static const u8 mid[] = {
+		0x12, 0x34, 0x56, 0x04, 0x00, 0x00, 0x00, 0x07,		/* 32 */
+		0x00, 0x00, 0x00, 0xa1, 0x65, 0x43, 0x21, 0x95,		/* 40 */
+		/* 50: MTU 0100, no RDC, RNR 111 -> 47; 51: 1111, SRQ, 000 -> f8 */
+		0x80, 0x01, 0x47, 0xf8, 0x00, 0x13, 0x00, 0x24,		/* 48 */
+	};
+	/* from 88: flow label, rate 6; TC, hop; SL 1101, not local -> d0;
+	 * ACK timeout 2 * 2^14 + 2^15 = 2^16 -> 10000, 000 -> 80
+	 */
+	static const u8 prim_tail[] = { 0xab, 0xcd, 0xe0, 0x06, 0x5a, 0x40, 0xd0, 0x80 };
+	struct ib_cm_req_param bad;
+	struct cm_req m;
+	u8 zeros[44] = {};
+
+	memcpy(path.sgid.raw, gid_a, 16);
+	memcpy(path.dgid.raw, gid_b, 16);
+	cm_fill(pd, sizeof(pd));
+	KUNIT_ASSERT_EQ(test, cm_format_req(&m, &p, cpu_to_be32(0x11223344),
+					    cpu_to_be64(0x0002c90300001111ULL), 15), 0);
+	cm_msg_pack(CM_MSG_REQ, &m, buf);
+	ib_kunit_expect_bytes(test, "REQ 0..7", buf, "\x11\x22\x33\x44\0\0\0\0", 8);
+	ib_kunit_expect_bytes(test, "REQ 32..55", buf + 32, mid, sizeof(mid));
+	ib_kunit_expect_bytes(test, "REQ primary GIDs", buf + 56, gid_a, 16);
+	ib_kunit_expect_bytes(test, "REQ primary tail", buf + 88, prim_tail, 8);
+	ib_kunit_expect_bytes(test, "REQ no alternate", buf + 96, zeros, 44);
+	ib_kunit_expect_bytes(test, "REQ private data", buf + 140, pd, 92);
+
+	/* each out-of-field value is refused and nothing is written */
+#define CM_BAD(field, value, err) do {					\
+		bad = p;						\
+		bad.field = value;					\
+		memset(&m, 0xee, sizeof(m));				\
+		KUNIT_EXPECT_EQ_MSG(test, cm_format_req(&m, &bad, 0, 0, 15), err, \
+				    #field " = " #value);		\
+		KUNIT_EXPECT_EQ(test, be16_to_cpu(m.pkey), 0xeeee);	\
+	} while (0)
+	CM_BAD(primary_path, NULL, -EINVAL);
+	CM_BAD(qp_type, IB_QPT_UD, -EINVAL);
+	CM_BAD(qp_num, 0x1000000, -EINVAL);
+	CM_BAD(starting_psn, 0x1000000, -EINVAL);
+	CM_BAD(remote_cm_response_timeout, 32, -EINVAL);
+	CM_BAD(local_cm_response_timeout, 32, -EINVAL);
+	CM_BAD(retry_count, 8, -EINVAL);
+	CM_BAD(rnr_retry_count, 8, -EINVAL);
+	CM_BAD(max_cm_retries, 16, -EINVAL);
+	CM_BAD(private_data_len, IB_CM_REQ_PRIVATE_DATA_SIZE + 1, -EINVAL);
+	CM_BAD(private_data, NULL, -EINVAL);
+	CM_BAD(peer_to_peer, 1, -EOPNOTSUPP);
+#undef CM_BAD
+
+	/* UC, a short private data, and an alternate path inside the subnet */
+	bad = p;
+	bad.qp_type = IB_QPT_UC;
+	bad.private_data_len = 3;
+	path.hop_limit = 1;
+	bad.alternate_path = &path;
+	KUNIT_ASSERT_EQ(test, cm_format_req(&m, &bad, 0, 0, 15), 0);
+	KUNIT_EXPECT_EQ(test, m.transport_type, 1);
+	KUNIT_EXPECT_EQ(test, m.alternate.subnet_local, 1);
+	KUNIT_EXPECT_EQ(test, be16_to_cpu(m.alternate.remote_lid), 0x24);
+	KUNIT_EXPECT_EQ(test, m.private_data[2], pd[2]);
+	KUNIT_EXPECT_EQ(test, m.private_data[3], 0);
+}
+
 static struct kunit_case cm_msgs_cases[] = {
 	KUNIT_CASE(cm_pack_samples),
 	KUNIT_CASE(cm_unpack_samples),
@@ -752,6 +849,8 @@ static struct kunit_case cm_msgs_cases[] = {
 	KUNIT_CASE(cm_tables_cover),
 	KUNIT_CASE(cm_attr_ids),
 	KUNIT_CASE(cm_mad_header),
+	KUNIT_CASE(cm_ack_timeouts),
+	KUNIT_CASE(cm_format_req_param),
 	{}
 };
 
