@@ -14,7 +14,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -853,6 +855,29 @@ void Lab::serve_control()
 
 void Lab::stop_control() { ctl_.reset(); }
 
+// User plus system CPU time of process `pid` (all its threads) so far,
+// from /proc/<pid>/stat; nothing when it cannot be read.
+static std::optional<double> cpu_seconds(pid_t pid)
+{
+	if (pid <= 0)
+		return std::nullopt;
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	// The command name (field 2) may hold spaces: count from its ')'.
+	size_t close = stat.rfind(')');
+	if (close == std::string::npos)
+		return std::nullopt;
+	std::istringstream rest(stat.substr(close + 1));
+	std::string field;
+	unsigned long long utime = 0, stime = 0;
+	// Fields 3..13, then utime (14) and stime (15).
+	for (int i = 3; i <= 13; i++)
+		rest >> field;
+	if (!(rest >> utime >> stime))
+		return std::nullopt;
+	return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
 LabReport Lab::shutdown()
 {
 	LabReport rep;
@@ -908,6 +933,13 @@ LabReport Lab::shutdown()
 		}
 	}
 	mark("dmesg checked");
+	// What each process cost in CPU time (to see which suites keep a core
+	// busy per guest: tests/vm/CMakeLists.txt, GUESTS).
+	for (auto &gp : guests_)
+		if (auto t = cpu_seconds(gp->qemu_.pid()))
+			mark("cpu " + gp->name() + " " + std::to_string(int(*t + 0.5)) + " s");
+	if (auto t = emulator_.valid() ? cpu_seconds(emulator_.pid()) : std::nullopt)
+		mark("cpu emulator " + std::to_string(int(*t + 0.5)) + " s");
 	for (auto &gp : guests_)
 		if (gp->qemu_.running())
 			gp->agent_.poweroff(3s);
