@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * KUnit suite of ib_cm at work: two CM endpoints on the fake HCA
+ * (ktest_dev.h), whose ports 1 (LID 0x11) and 2 (LID 0x12) are looped
+ * through the real ib_mad. The active side connects from port 1, the
+ * listener answers on port 2. A tap counts each CM message on the wire
+ * by kind and can lose the first ones of a kind. Timeouts are tens of ms;
+ * every wait is bounded so a broken case fails instead of hanging.
+ */
+
+#include <kunit/test.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/wait.h>
+
+#include <rdma/ib_cm.h>
+
+#include "cm_msgs.h"
+#include "ktest_dev.h"
+
+#define CLT_WAIT	(2 * HZ)
+#define CLT_MAX_EV	32
+#define CLT_SID		cpu_to_be64(0x1000000000000abcULL)
+/* 4.096 us * 2^12 = 16.8 ms for each answer */
+#define CLT_RESP	12
+
+/* 6.1's KUnit has no KUNIT_EXPECT_MEMEQ */
+#define CLT_EXPECT_SAME(test, a, b, n) \
+	KUNIT_EXPECT_EQ(test, memcmp(a, b, n), 0)
+
+struct clt_ev {
+	struct ib_cm_id		*id;
+	enum ib_cm_event_type	type;
+	u8			pdata[16];
+	int			reason;
+	u8			service_timeout;
+	u32			remote_qpn, psn;
+	struct ib_cm_id		*listen_id;
+};
+
+struct clt {
+	struct kunit		*test;
+	struct ktest_dev	*kd;
+	/* guards everything below */
+	spinlock_t		lock;
+	wait_queue_head_t	wq;
+	int			nev;
+	struct clt_ev		ev[CLT_MAX_EV];
+	int			sent[CM_MSG_KIND_COUNT];
+	u8			rep_image[2][IB_MGMT_MAD_SIZE];
+	/* lose this many messages of drop_kind (-1: all) */
+	int			drop_kind, drop_left;
+	/* the handler waits for this one for gate_event when set */
+	struct completion	*gate;
+	enum ib_cm_event_type	gate_event;
+	bool			in_handler, handler_done;
+	/* the handler returns this for IB_CM_REQ_RECEIVED */
+	int			req_ret;
+};
+
+static enum ktest_verdict clt_tap(struct ktest_dev *kd, u8 port, u32 qpn,
+				  const void *mad)
+{
+	const struct ib_mad_hdr *h = mad;
+	struct clt *c = kd->tap_ctx;
+	enum ktest_verdict v = KTEST_DELIVER;
+	unsigned long irq;
+	int kind;
+
+	if (h->mgmt_class != IB_MGMT_CLASS_CM)
+		return v;
+	kind = cm_msg_kind_of_attr(be16_to_cpu(h->attr_id));
+	if (kind < 0)
+		return v;
+	spin_lock_irqsave(&c->lock, irq);
+	if (kind == CM_MSG_REP && c->sent[kind] < 2)
+		memcpy(c->rep_image[c->sent[kind]], mad, IB_MGMT_MAD_SIZE);
+	c->sent[kind]++;
+	if (kind == c->drop_kind && c->drop_left) {
+		if (c->drop_left > 0)
+			c->drop_left--;
+		v = KTEST_DROP;
+	}
+	spin_unlock_irqrestore(&c->lock, irq);
+	wake_up(&c->wq);
+	return v;
+}
+
+static int clt_handler(struct ib_cm_id *id, struct ib_cm_event *event)
+{
+	struct clt *c = id->context;
+	struct completion *gate = NULL;
+	struct clt_ev *e;
+	unsigned long irq;
+	int ret = 0;
+
+	spin_lock_irqsave(&c->lock, irq);
+	if (c->gate && event->event == c->gate_event) {
+		gate = c->gate;
+		c->in_handler = true;
+	}
+	if (c->nev < CLT_MAX_EV) {
+		e = &c->ev[c->nev];
+		e->id = id;
+		e->type = event->event;
+		if (event->private_data)
+			memcpy(e->pdata, event->private_data, sizeof(e->pdata));
+		switch (event->event) {
+		case IB_CM_REQ_RECEIVED:
+			e->listen_id = event->param.req_rcvd.listen_id;
+			e->remote_qpn = event->param.req_rcvd.remote_qpn;
+			e->psn = event->param.req_rcvd.starting_psn;
+			ret = c->req_ret;
+			break;
+		case IB_CM_REP_RECEIVED:
+			e->remote_qpn = event->param.rep_rcvd.remote_qpn;
+			e->psn = event->param.rep_rcvd.starting_psn;
+			break;
+		case IB_CM_REJ_RECEIVED:
+			e->reason = event->param.rej_rcvd.reason;
+			break;
+		case IB_CM_MRA_RECEIVED:
+			e->service_timeout = event->param.mra_rcvd.service_timeout;
+			break;
+		case IB_CM_REQ_ERROR:
+			e->reason = event->param.send_status;
+			break;
+		default:
+			break;
+		}
+		c->nev++;
+	}
+	spin_unlock_irqrestore(&c->lock, irq);
+	wake_up(&c->wq);
+	if (gate) {
+		wait_for_completion_timeout(gate, CLT_WAIT);
+		msleep(20);
+		spin_lock_irqsave(&c->lock, irq);
+		c->handler_done = true;
+		spin_unlock_irqrestore(&c->lock, irq);
+	}
+	return ret;
+}
+
+static struct clt *clt_setup(struct kunit *test)
+{
+	struct clt *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	c->test = test;
+	spin_lock_init(&c->lock);
+	init_waitqueue_head(&c->wq);
+	c->drop_kind = -1;
+	c->kd = ktest_dev_alloc(test, "clt%d");
+	c->kd->tap = clt_tap;
+	c->kd->tap_ctx = c;
+	KUNIT_ASSERT_EQ(test, ib_register_device(&c->kd->ibdev), 0);
+	return c;
+}
+
+static void clt_teardown(struct clt *c)
+{
+	ib_unregister_device(&c->kd->ibdev);
+	ktest_quiesce(c->kd);
+	KUNIT_EXPECT_EQ(c->test, atomic_read(&c->kd->live_objects), 0);
+	ib_dealloc_device(&c->kd->ibdev);
+}
+
+static int clt_count(struct clt *c, struct ib_cm_id *id,
+		     enum ib_cm_event_type type)
+{
+	unsigned long irq;
+	int i, n = 0;
+
+	spin_lock_irqsave(&c->lock, irq);
+	for (i = 0; i < c->nev; i++)
+		if (c->ev[i].type == type && (!id || c->ev[i].id == id))
+			n++;
+	spin_unlock_irqrestore(&c->lock, irq);
+	return n;
+}
+
+static int clt_sent(struct clt *c, enum cm_msg_kind kind)
+{
+	unsigned long irq;
+	int n;
+
+	spin_lock_irqsave(&c->lock, irq);
+	n = c->sent[kind];
+	spin_unlock_irqrestore(&c->lock, irq);
+	return n;
+}
+
+/* The first event of @type (for @id, or any id), waited for. */
+static struct clt_ev *clt_wait(struct clt *c, struct ib_cm_id *id,
+			       enum ib_cm_event_type type)
+{
+	unsigned long irq;
+	int i;
+
+	if (!wait_event_timeout(c->wq, clt_count(c, id, type) > 0, CLT_WAIT))
+		return NULL;
+	spin_lock_irqsave(&c->lock, irq);
+	for (i = 0; i < c->nev; i++)
+		if (c->ev[i].type == type && (!id || c->ev[i].id == id))
+			break;
+	spin_unlock_irqrestore(&c->lock, irq);
+	return &c->ev[i];
+}
+
+static struct ib_sa_path_rec clt_path = {
+	.slid = cpu_to_be16(KTEST_LID(1)),
+	.dlid = cpu_to_be16(KTEST_LID(2)),
+	.pkey = cpu_to_be16(0xffff),
+	.mtu = IB_MTU_1024,
+	.rate = 3,
+	.packet_life_time = 0,
+};
+
+static const u8 clt_req_pdata[16] = "request-data-01";
+
+static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
+{
+	struct ib_cm_req_param p = {
+		.primary_path = &clt_path,
+		.service_id = sid,
+		.qp_type = IB_QPT_RC,
+		.qp_num = 0x100,
+		.starting_psn = 0x1234,
+		.private_data = clt_req_pdata,
+		.private_data_len = sizeof(clt_req_pdata),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.remote_cm_response_timeout = CLT_RESP,
+		.local_cm_response_timeout = CLT_RESP,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+		.max_cm_retries = 3,
+	};
+
+	return ib_send_cm_req(id, &p);
+}
+
+static const u8 clt_rep_pdata[16] = "reply-data-0002";
+
+static int clt_accept(struct ib_cm_id *id)
+{
+	struct ib_cm_rep_param p = {
+		.qp_num = 0x200,
+		.starting_psn = 0x5678,
+		.private_data = clt_rep_pdata,
+		.private_data_len = sizeof(clt_rep_pdata),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.rnr_retry_count = 7,
+	};
+
+	return ib_send_cm_rep(id, &p);
+}
+
+/* A listener and an active id, both with @c as context. */
+static void clt_ids(struct clt *c, struct ib_cm_id **listen,
+		    struct ib_cm_id **active)
+{
+	*listen = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(c->test, IS_ERR(*listen));
+	KUNIT_ASSERT_EQ(c->test, ib_cm_listen(*listen, CLT_SID, 0), 0);
+	*active = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(c->test, IS_ERR(*active));
+}
+
+/* REQ, REP, RTU, then DREQ, DREP and timewait on both sides. */
+static void clt_full_exchange(struct kunit *test)
+{
+	static const u8 rtu[16] = "ready-to-use-03", dreq[16] = "disconnect-04",
+		drep[16] = "disconnected-05";
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct ib_qp_attr attr = {};
+	struct clt_ev *e;
+	int mask;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_REQ_SENT);
+
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_EXPECT_PTR_EQ(test, e->listen_id, listen);
+	KUNIT_EXPECT_NE(test, (uintptr_t)passive, (uintptr_t)listen);
+	KUNIT_EXPECT_EQ(test, e->remote_qpn, 0x100);
+	KUNIT_EXPECT_EQ(test, e->psn, 0x1234);
+	CLT_EXPECT_SAME(test, e->pdata, clt_req_pdata, sizeof(e->pdata));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(passive->remote_id),
+			be32_to_cpu(active->local_id));
+
+	attr.qp_state = IB_QPS_RTR;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, attr.dest_qp_num, 0x100);
+	KUNIT_EXPECT_EQ(test, attr.rq_psn, 0x1234);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.dlid, KTEST_LID(1));
+
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	e = clt_wait(c, active, IB_CM_REP_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->remote_qpn, 0x200);
+	KUNIT_EXPECT_EQ(test, e->psn, 0x5678);
+	CLT_EXPECT_SAME(test, e->pdata, clt_rep_pdata, sizeof(e->pdata));
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(active->remote_id),
+			be32_to_cpu(passive->local_id));
+	attr.qp_state = IB_QPS_RTR;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(active, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, attr.dest_qp_num, 0x200);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.dlid, KTEST_LID(2));
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, rtu, sizeof(rtu)), 0);
+	e = clt_wait(c, passive, IB_CM_RTU_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	CLT_EXPECT_SAME(test, e->pdata, rtu, sizeof(rtu));
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(active, dreq, sizeof(dreq)), 0);
+	e = clt_wait(c, passive, IB_CM_DREQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	CLT_EXPECT_SAME(test, e->pdata, dreq, sizeof(dreq));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_drep(passive, drep, sizeof(drep)), 0);
+	e = clt_wait(c, active, IB_CM_DREP_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	CLT_EXPECT_SAME(test, e->pdata, drep, sizeof(drep));
+
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active, IB_CM_TIMEWAIT_EXIT));
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_TIMEWAIT_EXIT));
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REQ), 1);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REP), 1);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REJ), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* A REQ for a service nobody listens on: REJ INVALID_SERVICE_ID. */
+static void clt_rej_unknown_service(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, cpu_to_be64(0x4242)), 0);
+	e = clt_wait(c, active, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_INVALID_SERVICE_ID);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_REQ_RECEIVED), 0);
+	/* the REJ stopped the retransmission */
+	msleep(150);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REQ), 1);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* Every REQ lost: MaxCMRetries resends, then IB_CM_REQ_ERROR. */
+static void clt_req_timeout(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active;
+	struct clt_ev *e;
+
+	c->drop_kind = CM_MSG_REQ;
+	c->drop_left = -1;
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, active, IB_CM_REQ_ERROR);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REQ), 1 + 3);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	/* the peer is told with REJ TIMEOUT (it knows no such id) */
+	KUNIT_EXPECT_TRUE(test,
+			  wait_event_timeout(c->wq, clt_sent(c, CM_MSG_REJ) == 1,
+					     CLT_WAIT));
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_REQ_RECEIVED), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* An MRA stretches the wait: no REQ resent, no timeout, then the REP. */
+static void clt_mra_extends_wait(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	/* 4.096 us * 2^17 = 537 ms */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive, 17, NULL, 0), 0);
+	e = clt_wait(c, active, IB_CM_MRA_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->service_timeout, 17);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_MRA_REQ_RCVD);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_MRA_REQ_SENT);
+
+	/* four normal waits (17 ms each) would have ended in REQ_ERROR */
+	msleep(250);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REQ), 1);
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_REQ_ERROR), 0);
+
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* The REP is lost; the repeated REQ is answered with the stored REP. */
+static void clt_dup_req_resends_rep(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	c->drop_kind = CM_MSG_REP;
+	c->drop_left = 1;
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+
+	e = clt_wait(c, active, IB_CM_REP_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	CLT_EXPECT_SAME(test, e->pdata, clt_rep_pdata, sizeof(e->pdata));
+	KUNIT_EXPECT_GE(test, clt_sent(c, CM_MSG_REQ), 2);
+	KUNIT_EXPECT_GE(test, clt_sent(c, CM_MSG_REP), 2);
+	/* the same REP, byte for byte, and one REQ event only */
+	CLT_EXPECT_SAME(test, c->rep_image[0], c->rep_image[1],
+			IB_MGMT_MAD_SIZE);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_REQ_RECEIVED), 1);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_REP_SENT);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_RTU_RECEIVED));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+struct clt_destroyer {
+	struct ib_cm_id		*id;
+	struct clt		*c;
+	bool			done;
+	bool			handler_was_done;
+	struct completion	finished;
+};
+
+static int clt_destroy_thread(void *arg)
+{
+	struct clt_destroyer *d = arg;
+	unsigned long irq;
+
+	ib_destroy_cm_id(d->id);
+	spin_lock_irqsave(&d->c->lock, irq);
+	d->handler_was_done = d->c->handler_done;
+	d->done = true;
+	spin_unlock_irqrestore(&d->c->lock, irq);
+	complete(&d->finished);
+	return 0;
+}
+
+/* ib_destroy_cm_id() waits for the handler that runs. */
+static void clt_destroy_waits_for_handler(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_destroyer d = {};
+	struct completion gate;
+	struct task_struct *t;
+	struct clt_ev *e;
+
+	init_completion(&gate);
+	init_completion(&d.finished);
+	c->gate = &gate;
+	c->gate_event = IB_CM_REP_RECEIVED;
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+
+	/* the handler is now blocked on the gate */
+	d.id = active;
+	d.c = c;
+	t = kthread_run(clt_destroy_thread, &d, "clt_destroy");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	msleep(100);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(d.done));
+	complete(&gate);
+	KUNIT_ASSERT_TRUE(test, wait_for_completion_timeout(&d.finished,
+							    CLT_WAIT));
+	KUNIT_EXPECT_TRUE(test, d.handler_was_done);
+	/* the passive side hears of it: REJ CONSUMER_DEFINED */
+	e = clt_wait(c, passive, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_CONSUMER_DEFINED);
+
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* A handler's non-zero return destroys the new id: the REQ is rejected. */
+static void clt_handler_return_destroys(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active;
+	struct clt_ev *e;
+
+	c->req_ret = -ENOMEM;
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, active, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_CONSUMER_DEFINED);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_REQ_RECEIVED), 1);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+static struct kunit_case cm_loop_cases[] = {
+	KUNIT_CASE(clt_full_exchange),
+	KUNIT_CASE(clt_rej_unknown_service),
+	KUNIT_CASE(clt_req_timeout),
+	KUNIT_CASE(clt_mra_extends_wait),
+	KUNIT_CASE(clt_dup_req_resends_rep),
+	KUNIT_CASE(clt_destroy_waits_for_handler),
+	KUNIT_CASE(clt_handler_return_destroys),
+	{}
+};
+
+static struct kunit_suite cm_loop_suite = {
+	.name = "ib_cm_loop",
+	.test_cases = cm_loop_cases,
+};
+
+kunit_test_suite(cm_loop_suite);
