@@ -222,7 +222,12 @@ static struct ib_sa_path_rec clt_path = {
 
 static const u8 clt_req_pdata[16] = "request-data-01";
 
-static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
+/*
+ * Connect @id to @sid; @local_resp is how long our CM says it takes to
+ * answer, which is how long the peer waits before resending its REP.
+ */
+static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
+			 u8 local_resp)
 {
 	struct ib_cm_req_param p = {
 		.primary_path = &clt_path,
@@ -235,13 +240,18 @@ static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
 		.responder_resources = 1,
 		.initiator_depth = 1,
 		.remote_cm_response_timeout = CLT_RESP,
-		.local_cm_response_timeout = CLT_RESP,
+		.local_cm_response_timeout = local_resp,
 		.retry_count = 7,
 		.rnr_retry_count = 7,
 		.max_cm_retries = 3,
 	};
 
 	return ib_send_cm_req(id, &p);
+}
+
+static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
+{
+	return clt_connect_t(c, id, sid, CLT_RESP);
 }
 
 static const u8 clt_rep_pdata[16] = "reply-data-0002";
@@ -442,7 +452,12 @@ static void clt_dup_req_resends_rep(struct kunit *test)
 	c->drop_kind = CM_MSG_REP;
 	c->drop_left = 1;
 	clt_ids(c, &listen, &active);
-	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	/*
+	 * The passive side would resend its REP itself only after 4.3 s
+	 * (2^20 * 4.096 us): the REP that arrives within the wait is the
+	 * answer to the repeated REQ.
+	 */
+	KUNIT_ASSERT_EQ(test, clt_connect_t(c, active, CLT_SID, 20), 0);
 	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	passive = e->id;
