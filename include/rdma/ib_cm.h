@@ -4,9 +4,11 @@
  * identifiers, their event handler, and the calls that send each CM
  * message. The API has the shape of the 2.6.1x kernels.
  *
- * Status: this header, the wire tables (core/cm_msgs.c) and the state
- * machine (core/cm_state.c) exist; the module that sends and receives CM
- * MADs and implements the calls below does not yet (Documentation/cm.md).
+ * Status (Documentation/cm.md): ib_cm.ko (core/cm.c) implements the
+ * connection calls below over per-port CM agents of ib_mad: REQ, REP, RTU,
+ * REJ, MRA, DREQ, DREP, establish, init_qp_attr, timewait. SIDR and
+ * LAP/APR are declared but return -EOPNOTSUPP, and their messages are
+ * dropped; stale-connection detection and redirect are not carried out.
  */
 #ifndef IB_CM_H
 #define IB_CM_H
