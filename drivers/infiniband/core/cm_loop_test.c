@@ -568,6 +568,110 @@ static void clt_handler_return_destroys(struct kunit *test)
 	clt_teardown(c);
 }
 
+/* The consumer rejects the REQ, with private data. */
+static void clt_consumer_rej(struct kunit *test)
+{
+	static const u8 why[16] = "go-away-please";
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rej(passive, IB_CM_REJ_CONSUMER_DEFINED,
+					     NULL, 0, why, 200), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rej(passive, IB_CM_REJ_CONSUMER_DEFINED,
+					     NULL, 0, why, sizeof(why)), 0);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_IDLE);
+	e = clt_wait(c, active, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_CONSUMER_DEFINED);
+	CLT_EXPECT_SAME(test, e->pdata, why, sizeof(why));
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	/* a call the state does not allow changes nothing */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_rtu(active, NULL, 0), -EINVAL);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/*
+ * Every RTU lost: the passive side resends its REP MaxCMRetries times,
+ * then IB_CM_REP_ERROR there and REJ TIMEOUT to the active side.
+ */
+static void clt_rep_timeout(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	c->drop_kind = CM_MSG_RTU;
+	c->drop_left = -1;
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, NULL, 0), 0);
+
+	e = clt_wait(c, passive, IB_CM_REP_ERROR);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REP), 1 + 3);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_IDLE);
+	e = clt_wait(c, active, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_TIMEOUT);
+	/* the active side may have run RTR: it goes through timewait */
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active, IB_CM_TIMEWAIT_EXIT));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* ib_cm_establish() before the RTU: the event, and no more REP resends. */
+static void clt_establish_before_rtu(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTS };
+	struct clt_ev *e;
+	int mask;
+
+	c->drop_kind = CM_MSG_RTU;
+	c->drop_left = -1;
+	clt_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_EXPECT_EQ(test, ib_cm_establish(passive), -EINVAL);
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	KUNIT_ASSERT_EQ(test, ib_cm_establish(passive), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_USER_ESTABLISHED));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, attr.sq_psn, 0x5678);
+	/* four REP waits of 17 ms are over: none was resent */
+	msleep(150);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REP), 1);
+	KUNIT_EXPECT_EQ(test, clt_count(c, passive, IB_CM_REP_ERROR), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
 static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_full_exchange),
 	KUNIT_CASE(clt_rej_unknown_service),
@@ -576,6 +680,9 @@ static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_dup_req_resends_rep),
 	KUNIT_CASE(clt_destroy_waits_for_handler),
 	KUNIT_CASE(clt_handler_return_destroys),
+	KUNIT_CASE(clt_consumer_rej),
+	KUNIT_CASE(clt_rep_timeout),
+	KUNIT_CASE(clt_establish_before_rtu),
 	{}
 };
 
