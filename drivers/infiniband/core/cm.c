@@ -1698,6 +1698,12 @@ static void cm_remove_device(struct ib_device *device)
 	if (!cdev)
 		return;
 	ib_set_client_data(device, &cm_client, NULL);
+	/*
+	 * Ids destroyed by their handler's return may still be on their way
+	 * out through our agents; the consumers' own ids are gone already
+	 * (their clients were removed before ours).
+	 */
+	flush_workqueue(cm.dwq);
 	/* every send still pending is flushed to cm_send_handler() first */
 	for (i = 0; i < cdev->nports; i++)
 		ib_unregister_mad_agent(cdev->ports[i].agent);
