@@ -227,7 +227,7 @@ static const u8 clt_req_pdata[16] = "request-data-01";
  * answer, which is how long the peer waits before resending its REP.
  */
 static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
-			 u8 local_resp)
+			 u8 remote_resp, u8 local_resp)
 {
 	struct ib_cm_req_param p = {
 		.primary_path = &clt_path,
@@ -239,7 +239,7 @@ static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
 		.private_data_len = sizeof(clt_req_pdata),
 		.responder_resources = 1,
 		.initiator_depth = 1,
-		.remote_cm_response_timeout = CLT_RESP,
+		.remote_cm_response_timeout = remote_resp,
 		.local_cm_response_timeout = local_resp,
 		.retry_count = 7,
 		.rnr_retry_count = 7,
@@ -251,7 +251,7 @@ static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
 
 static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
 {
-	return clt_connect_t(c, id, sid, CLT_RESP);
+	return clt_connect_t(c, id, sid, CLT_RESP, CLT_RESP);
 }
 
 static const u8 clt_rep_pdata[16] = "reply-data-0002";
@@ -416,20 +416,22 @@ static void clt_mra_extends_wait(struct kunit *test)
 	struct clt_ev *e;
 
 	clt_ids(c, &listen, &active);
-	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	/* each REQ wait is 2^15 * 4.096 us = 134 ms: the MRA comes within it */
+	KUNIT_ASSERT_EQ(test, clt_connect_t(c, active, CLT_SID, 15, CLT_RESP),
+			0);
 	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	passive = e->id;
-	/* 4.096 us * 2^17 = 537 ms */
-	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive, 17, NULL, 0), 0);
+	/* 4.096 us * 2^19 = 2.1 s */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive, 19, NULL, 0), 0);
 	e = clt_wait(c, active, IB_CM_MRA_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
-	KUNIT_EXPECT_EQ(test, e->service_timeout, 17);
+	KUNIT_EXPECT_EQ(test, e->service_timeout, 19);
 	KUNIT_EXPECT_EQ(test, active->state, IB_CM_MRA_REQ_RCVD);
 	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_MRA_REQ_SENT);
 
-	/* four normal waits (17 ms each) would have ended in REQ_ERROR */
-	msleep(250);
+	/* four normal waits (134 ms each) would have ended in REQ_ERROR */
+	msleep(700);
 	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REQ), 1);
 	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_REQ_ERROR), 0);
 
@@ -457,7 +459,8 @@ static void clt_dup_req_resends_rep(struct kunit *test)
 	 * (2^20 * 4.096 us): the REP that arrives within the wait is the
 	 * answer to the repeated REQ.
 	 */
-	KUNIT_ASSERT_EQ(test, clt_connect_t(c, active, CLT_SID, 20), 0);
+	KUNIT_ASSERT_EQ(test, clt_connect_t(c, active, CLT_SID, CLT_RESP, 20),
+			0);
 	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	passive = e->id;
@@ -644,26 +647,29 @@ static void clt_establish_before_rtu(struct kunit *test)
 	struct ib_cm_id *listen, *active, *passive;
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTS };
 	struct clt_ev *e;
-	int mask;
+	int mask, reps;
 
 	c->drop_kind = CM_MSG_RTU;
 	c->drop_left = -1;
 	clt_ids(c, &listen, &active);
-	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	/* the passive side resends its REP every 2^14 * 4.096 us = 67 ms */
+	KUNIT_ASSERT_EQ(test, clt_connect_t(c, active, CLT_SID, CLT_RESP, 14),
+			0);
 	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	passive = e->id;
 	KUNIT_EXPECT_EQ(test, ib_cm_establish(passive), -EINVAL);
 	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
 	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	reps = clt_sent(c, CM_MSG_REP);
 	KUNIT_ASSERT_EQ(test, ib_cm_establish(passive), 0);
 	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_USER_ESTABLISHED));
 	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
 	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
 	KUNIT_EXPECT_EQ(test, attr.sq_psn, 0x5678);
-	/* four REP waits of 17 ms are over: none was resent */
-	msleep(150);
-	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REP), 1);
+	/* four REP waits are over: none was resent after the establish */
+	msleep(400);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REP), reps);
 	KUNIT_EXPECT_EQ(test, clt_count(c, passive, IB_CM_REP_ERROR), 0);
 
 	ib_destroy_cm_id(active);
