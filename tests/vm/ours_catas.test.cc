@@ -324,6 +324,43 @@ TEST_F(OursCatas, RmmodDisassociatesUserVerbs)
 	ExpectPingpongLoopback(g);
 }
 
+// The PCI function removed under the processes (sysfs remove, as a hot
+// unplug): the same unregister path as rmmod, but driven by the PCI core;
+// a rescan probes the function again and user verbs work on it.
+TEST_F(OursCatas, PciRemoveDisassociatesUserVerbs)
+{
+	if (OursRole() != Stack::Ours)
+		GTEST_SKIP() << "upstream ib_mthca cannot disassociate: the remove waits for the users";
+	Guest &g = guest("vm0");
+	ASSERT_TRUE(Ok(WaitPortActive(g, 180)));
+	auto dev = Run(g, "basename $(readlink -f /sys/class/infiniband/mthca0/device)", 30s);
+	ASSERT_TRUE(Ok(dev));
+	std::string bdf = dev.output.substr(0, dev.output.find('\n'));
+	ASSERT_TRUE(std::regex_match(bdf, std::regex("[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]"))) << bdf;
+	ASSERT_TRUE(Ok(StartUserTraffic(g, 18550)));
+
+	auto rm = Run(g,
+		      "s=$(date +%s); timeout " + std::to_string(kRmmodSecs) + " sh -c 'echo 1 > /sys/bus/pci/devices/" +
+			      bdf + "/remove'; rc=$?; echo \"remove: rc=$rc in $(($(date +%s) - s)) s\"; exit $rc",
+		      std::chrono::seconds(kRmmodSecs + 60));
+	EXPECT_TRUE(Ok(rm)) << "the PCI remove did not finish within " << kRmmodSecs << " s";
+	std::cout << rm.output;
+	auto ends = WaitUserTrafficEnds(g, kExitSecs);
+	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kExitSecs << " s";
+	if (ends.ok())
+		ExpectEndedWithErrors(ends.output);
+	EXPECT_EQ(Run(g, "test -e /sys/class/infiniband_verbs/uverbs0").status, 1) << "uverbs0 outlived its device";
+	EXPECT_EQ(Run(g, "test -e /sys/bus/pci/devices/" + bdf).status, 1) << "the function is still there";
+	Run(g, "pkill -9 -x ib_write_bw; pkill -9 -x ibv_asyncwatch; true", 30s);
+
+	ASSERT_TRUE(Ok(Run(g,
+			   "echo 1 > /sys/bus/pci/rescan; for i in $(seq 1 60); do "
+			   "test -e /sys/class/infiniband/mthca0/ports/1/state && exit 0; sleep 1; done; exit 1",
+			   120s)))
+		<< "the rescan did not bring mthca0 back within 60 s";
+	ExpectPingpongLoopback(g);
+}
+
 TEST_F(OursCatas, CatasDisassociatesUserVerbs)
 {
 	if (OursRole() != Stack::Ours)
