@@ -146,10 +146,10 @@ protected:
 	// Starts ib_write_bw server and client (port `port`) and ibv_asyncwatch
 	// on `g`, and waits until the traffic runs. Each writes its output and
 	// then "rc=<status>" to /tmp/{bws,bwc,aw}.out.
-	static ExecResult StartUserTraffic(Guest &g, int port)
+	static ExecResult StartUserTraffic(Guest &g, int port, int duration = kDuration)
 	{
 		// Unbuffered: the header line says the run has begun.
-		const std::string bw = "stdbuf -o0 ib_write_bw -d mthca0 -D " + std::to_string(kDuration) + " -p " +
+		const std::string bw = "stdbuf -o0 ib_write_bw -d mthca0 -D " + std::to_string(duration) + " -p " +
 				       std::to_string(port);
 		return Run(g,
 			   "modprobe ib_uverbs || exit 1; rm -f /tmp/bws.out /tmp/bwc.out /tmp/aw.out; "
@@ -337,7 +337,13 @@ TEST_F(OursCatas, PciRemoveDisassociatesUserVerbs)
 	ASSERT_TRUE(Ok(dev));
 	std::string bdf = dev.output.substr(0, dev.output.find('\n'));
 	ASSERT_TRUE(std::regex_match(bdf, std::regex("[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]"))) << bdf;
-	ASSERT_TRUE(Ok(StartUserTraffic(g, 18550)));
+	// A longer run than the other cases: on the debug guest the remove
+	// took 10 s, and with -D 12 both perftest sides had finished their
+	// run (rc 0) before it disassociated them, which proved nothing.
+	// With 40 s they can end before the remove returns only if the
+	// remove waits for them, which the 20 s bound then catches.
+	constexpr int kPciDuration = 40;
+	ASSERT_TRUE(Ok(StartUserTraffic(g, 18550, kPciDuration)));
 
 	auto rm = Run(g,
 		      "s=$(date +%s); timeout " + std::to_string(kRmmodSecs) + " sh -c 'echo 1 > /sys/bus/pci/devices/" +
@@ -345,8 +351,8 @@ TEST_F(OursCatas, PciRemoveDisassociatesUserVerbs)
 		      std::chrono::seconds(kRmmodSecs + 60));
 	EXPECT_TRUE(Ok(rm)) << "the PCI remove did not finish within " << kRmmodSecs << " s";
 	std::cout << rm.output;
-	auto ends = WaitUserTrafficEnds(g, kExitSecs);
-	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kExitSecs << " s";
+	auto ends = WaitUserTrafficEnds(g, kPciDuration + 20);
+	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kPciDuration + 20 << " s";
 	if (ends.ok())
 		ExpectEndedWithErrors(ends.output);
 	EXPECT_EQ(Run(g, "test -e /sys/class/infiniband_verbs/uverbs0").status, 1) << "uverbs0 outlived its device";
