@@ -137,6 +137,17 @@ VerbsBenchResult RunVerbsBench(Guest &ours, Guest &upstream, Guest &peer, const 
 	// figures[kind][side][round], side 0 ours, 1 upstream
 	std::vector<std::vector<std::vector<double>>> fig(kinds.size(), std::vector<std::vector<double>>(2));
 	std::string failure;
+	// First, data through two 64 MiB regions on each stack (verbs_rate
+	// mrcheck): a rate of registrations that map the wrong pages would be
+	// no rate at all.
+	for (Guest *g : {&ours, &upstream}) {
+		auto r = g->exec(rate_tool + " mrcheck 67108864", 120s);
+		if (!r.ok() || r.output.find("mrcheck bytes=67108864 ok") == std::string::npos) {
+			failure = g->name() + ": " + rate_tool + " mrcheck 67108864: " + r.describe() + ": " +
+				  Tail(r.output);
+			break;
+		}
+	}
 	for (int round = 0; round < rounds && failure.empty(); round++) {
 		for (size_t i = 0; i < kinds.size() && failure.empty(); i++) {
 			for (int k = 0; k < 2 && failure.empty(); k++) {

@@ -20,6 +20,8 @@ struct VerbsBenchResult {
 //     ib_atomic_bw) and latency (ib_write_lat, ib_send_lat), each client
 //     in `ours` and in `upstream` against a server in `peer`, reached by
 //     its management-network name;
+//   - first, in `ours` and in `upstream`, data through two 64 MiB MRs
+//     (verbs_rate mrcheck); a failure is reported as not measured;
 //   - MR registration + deregistration per second at 4 KiB, 1 MiB and
 //     64 MiB, and QP create + destroy per second (verbs_rate, the binary
 //     at `rate_tool`, which the guests see at that path).

@@ -31,9 +31,6 @@
 
 #define MTT_PRESENT		1ULL
 
-/* MTT entries one WRITE_MTT mailbox carries (after address + reserved). */
-#define MTT_PER_MAILBOX		(MTHCA_MAILBOX_SIZE / 8 - 2)
-
 static u32 mpt_index_to_key(u32 idx)
 {
 	return (idx >> 24) | (idx << 8);
@@ -134,44 +131,50 @@ static u64 mtt_icm_addr(struct mthca_dev *dev, u32 first_seg, int index)
  * @addrs: page bus addresses
  * @n: entries to write
  *
- * Sleeps.
+ * The MTT table lives in ICM that the driver allocated in lowmem, so the
+ * CPU writes the entries there itself, one system page of entries at a
+ * time, as 6.1's mthca does on every mem-free HCA; the WRITE_MTT command
+ * (one round trip per 510 entries) is for HCAs whose MTT sits in their
+ * own memory, which this driver does not drive.  The caller holds the
+ * MTT's ICM (mthca_mtt_alloc() took it) and must not hand a region using
+ * these entries to the HCA until this returns; the HCA reads them only
+ * after a later command (SW2HW_MPT, a QP or CQ context), whose doorbell
+ * write orders these stores before it.
  *
  * Return: 0 or a negative errno.
  */
 int mthca_mtt_write(struct mthca_dev *dev, struct mthca_mtt *mtt,
 		    int start_index, const u64 *addrs, int n)
 {
-	struct mthca_mailbox *mb;
-	__be64 *ent;
-	int ret = 0;
-
 	if (start_index < 0 || n < 0 ||
 	    start_index + n > (MTHCA_MTTS_PER_SEG << mtt->order))
 		return -EINVAL;
 
-	mb = mthca_mailbox_alloc(dev, GFP_KERNEL);
-	if (IS_ERR(mb))
-		return PTR_ERR(mb);
-	ent = mb->buf;
-
 	while (n > 0) {
-		int batch = min_t(int, n, MTT_PER_MAILBOX);
-		int i;
+		u32 seg = mtt->first_seg + start_index / MTHCA_MTTS_PER_SEG;
+		u32 off = (start_index % MTHCA_MTTS_PER_SEG) * 8;
+		dma_addr_t dma;
+		__be64 *ent;
+		int batch, i;
 
-		ent[0] = cpu_to_be64(mtt_icm_addr(dev, mtt->first_seg,
-						  start_index));
-		ent[1] = 0;
+		ent = mthca_icm_table_find(dev->icm_mtt, seg, &dma);
+		if (!ent)
+			return -EFAULT;
+		ent = (__be64 *)((u8 *)ent + off);
+		dma += off;
+		/* A page of ICM is contiguous; the next one may not be. */
+		batch = min_t(int, n, (PAGE_SIZE - offset_in_page(ent)) / 8);
+		dma_sync_single_for_cpu(&dev->pdev->dev, dma, batch * 8,
+					DMA_BIDIRECTIONAL);
 		for (i = 0; i < batch; i++)
-			ent[2 + i] = cpu_to_be64(addrs[i] | MTT_PRESENT);
-		ret = mthca_WRITE_MTT(dev, mb, batch);
-		if (ret)
-			break;
+			ent[i] = cpu_to_be64(addrs[i] | MTT_PRESENT);
+		dma_sync_single_for_device(&dev->pdev->dev, dma, batch * 8,
+					   DMA_BIDIRECTIONAL);
 		n -= batch;
 		addrs += batch;
 		start_index += batch;
 	}
-	mthca_mailbox_free(dev, mb);
-	return ret;
+	return 0;
 }
 
 /**
