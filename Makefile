@@ -29,7 +29,7 @@ export CCACHE_MAXSIZE := 4G
 LAUNCHER = $(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 SHELL := /bin/bash
 
-.PHONY: all modules test-modules modules_install cpp qemu deps check check-unit \
+.PHONY: all modules test-modules modules_install cpp qemu deps check check-unit bench-scale \
 	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
 	checkpatch demo clean help asan check-asan check-fuzz fuzz \
 	debug-kernel modules-debug modules-debug-broken reload-campaign
@@ -51,6 +51,7 @@ help:
 	@echo "make check-asan       the emulator's unit tests under ASan+UBSan (build-asan)"
 	@echo "make check-fuzz       each fuzz target for FUZZ_SECONDS (default 20) s"
 	@echo "make fuzz             a longer campaign: FUZZ_SECONDS=600 [FUZZ_TARGETS=...]"
+	@echo "make bench-scale      OpenSM's sweep of fattree:1000 on our fabric and on ibsim: the ratio"
 	@echo "make reload-campaign  vm.OursReload for RELOAD_CYCLES (default 500) load/unload cycles"
 	@echo "make demo             boot a guest on the emulated HCA and show it"
 
@@ -224,6 +225,14 @@ check-unit: cpp
 
 check-vm: cpp
 	cd $(BUILD) && ctest --output-on-failure -L vm $(CTEST_ARGS)
+
+# The 1000-CA scale benchmark (Documentation/scale.md): OpenSM's sweep on
+# our fabric and on ibsim, best of 3 each, and ours/ibsim. Not in make
+# check (about a minute; needs ibsim-utils).
+bench-scale: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target ibemu-fabric ibemu_umad
+	cd $(BUILD) && ctest --output-on-failure -V -R '^scale_bench_opensm_fattree1000$$' $(CTEST_ARGS) | \
+	  grep -E '^[0-9]+: (bench|SKIP|FAIL)|tests passed|tests failed|Passed|Failed|\*\*\*'
 
 # The long version of make check's 20-cycle vm.OursReload (about 50 min for
 # 500 cycles on 2 cores); the leak thresholds scale with the length.

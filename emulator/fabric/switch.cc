@@ -257,8 +257,8 @@ void Switch::link_changed(unsigned n, bool up, const LinkParams& params)
     // IBA 7.2: the logical state follows the physical link: DOWN while it is
     // down, INIT once it trained.
     set_state(n, up ? PortState::Init : PortState::Down);
-    // IBA 14.2.5.4: any port changing state sets PortStateChange; IBA
-    // 14.2.5.1 / 14.3.? trap 128 tells the SM.
+    // IBA 14.2.5.4: any port changing state sets PortStateChange; trap
+    // 128 (IBA 14.2.5.1, Notices and Traps) tells the SM.
     psc_ = true;
     send_trap128();
 }
@@ -272,7 +272,8 @@ void Switch::send_on(unsigned out, const Packet& p, bool smp, unsigned in)
             ++dropped_smps_;
         return;
     }
-    // IBA 7.2.? : only SMPs leave a port that is not ACTIVE.
+    // IBA section 7.2 (link states): a port in INIT or ARMED passes
+    // only SMPs; data packets need ACTIVE.
     if (!smp && o.state != PortState::Active) {
         ++o.ctr.xmit_discards;
         return;
@@ -698,14 +699,39 @@ void Switch::sma_process(unsigned in, std::span<const uint8_t> hdr, std::span<ui
     }
 }
 
+namespace {
+
+// What the switch ports' PHYs can do (PortInfo LinkWidth/LinkSpeed
+// encodings): 1x | 4x at 2.5 Gb/s (SDR), as the InfiniScale III's 4x ports.
+constexpr uint8_t kSwitchWidths = 0x3;
+constexpr uint8_t kSwitchSpeeds = 0x1;
+
+// The highest bit of `supported & enabled` not above what the link
+// offers (widths 1/2/4/8 = 1x/4x/8x/12x, speeds 1/2/4 = SDR/DDR/QDR are
+// both ordered by bit); the lowest supported one when none is common.
+uint8_t trained(uint8_t offered, uint8_t enabled, uint8_t supported)
+{
+    for (uint8_t b : {8, 4, 2, 1})
+        if ((enabled & supported & b) && b <= offered)
+            return b;
+    return 1;
+}
+
+}  // namespace
+
 void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
 {
     using namespace portinfo;
     const Port& p = ports_[n];
     // Port 0 has no physical link of its own; it reports an up 4x SDR link.
     LinkParams lp = n == 0 ? LinkParams{} : p.params;
-    uint8_t width_active = (n == 0 || p.link_up) ? lp.width : 0;
-    uint8_t speed_active = (n == 0 || p.link_up) ? lp.speed : 0;
+    // The link trains to the best width and speed both ends can do (IBA
+    // 5.6 and 6.6, link training): what the cable offers, clamped to what
+    // this port supports and has enabled, as the HCA's ports do. A 12x or
+    // DDR cable therefore comes up 4x SDR here.
+    bool up = n == 0 || p.link_up;
+    uint8_t width_active = up ? trained(lp.width, p.width_enabled, kSwitchWidths) : 0;
+    uint8_t speed_active = up ? trained(lp.speed, p.speed_enabled, kSwitchSpeeds) : 0;
     uint8_t phys = uint8_t(n == 0 ? PhysState::LinkUp : phys_state(n));
     // LID, M_Key, GIDPrefix, MasterSMLID, LMC and the timers belong to port
     // 0 (IBA 14.2.5.6, switch notes); external ports report port 0's.
@@ -719,9 +745,9 @@ void Switch::fill_port_info(unsigned in, unsigned n, std::span<uint8_t> d) const
         {kMkeyLease, mkey_.lease_period()},
         {kLocalPortNum, in},
         {kWidthEnabled, p.width_enabled},
-        {kWidthSupported, 3},  // 1x | 4x
+        {kWidthSupported, kSwitchWidths},
         {kWidthActive, width_active},
-        {kSpeedSupported, 1},  // 2.5 Gb/s
+        {kSpeedSupported, kSwitchSpeeds},
         {kPortState, uint64_t(p.state)},
         {kPhysState, phys},
         {kDownDefault, p.down_default},
@@ -804,9 +830,9 @@ uint16_t Switch::set_port_info(unsigned n, std::span<const uint8_t> d)
     // LinkWidthEnabled 0xff and LinkSpeedEnabled 15 mean "all supported";
     // 0 means no change.
     if (uint8_t we = uint8_t(kWidthEnabled.get(d)))
-        p.width_enabled = we == 0xff ? 3 : we;
+        p.width_enabled = we == 0xff ? kSwitchWidths : we;
     if (uint8_t se = uint8_t(kSpeedEnabled.get(d)))
-        p.speed_enabled = se == 15 ? 1 : se;
+        p.speed_enabled = se == 15 ? kSwitchSpeeds : se;
     if (kDownDefault.get(d))
         p.down_default = uint8_t(kDownDefault.get(d));
     if (n != 0 && nmtu)

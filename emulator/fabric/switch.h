@@ -21,7 +21,8 @@
 // Other requested transitions fail the whole Set with status InvalidField.
 // Each external state change sets SwitchInfo.PortStateChange and, when the
 // SM has given the switch a LID and PortInfo.MasterSMLID, sends trap 128 to
-// the SM (14.2.5.1, 14.3.?).
+// the SM (IBA 14.2.5.1, Notices and Traps: trap 128 is "link state
+// change").
 #pragma once
 
 #include <array>

@@ -266,6 +266,64 @@ TEST_F(SwitchTest, PortStateMachineFollowsSetPortInfo)
     EXPECT_EQ(kPiNeighborMtu.get(test::smp_data(*r)), 3u);
 }
 
+// A switch with a 4xSDR, a 12xDDR and a 1xSDR cable to three HCAs.
+const char kMixedLinks[] = R"(
+Switch	8 "S-0002c90200400cb0"		# "sw0"
+[1]	"H-0002c903000a1b2c"[1]		# "vm0 HCA-1" lid 1 4xSDR
+[2]	"H-0002c903000a1c3c"[1]		# "vm1 HCA-1" lid 2 12xDDR
+[3]	"H-0002c903000a1d4c"[1]		# "vm2 HCA-1" lid 3 1xSDR
+
+Ca	1 "H-0002c903000a1b2c"		# "vm0 HCA-1"
+Ca	1 "H-0002c903000a1c3c"		# "vm1 HCA-1"
+Ca	1 "H-0002c903000a1d4c"		# "vm2 HCA-1"
+)";
+
+// PortInfo LinkWidth{Enabled,Supported,Active}, LinkSpeed{Supported,
+// Active,Enabled} (IBA 14.2.5.6).
+constexpr Field kPiWidthEnabled{29, 1, 0, 8};
+constexpr Field kPiWidthSupported{30, 1, 0, 8};
+constexpr Field kPiWidthActive{31, 1, 0, 8};
+constexpr Field kPiSpeedSupported{32, 1, 4, 4};
+constexpr Field kPiSpeedActive{35, 1, 4, 4};
+constexpr Field kPiSpeedEnabled{35, 1, 0, 4};
+
+TEST_F(SwitchTest, PortInfoSpeedAndWidthActiveStayWithinWhatBothEndsSupport)
+{
+    build_text(kMixedLinks);
+    // The cables are what the topology says (the wire's rate model uses it).
+    ASSERT_EQ(hosts["vm1"].params.width, 8);  // 12x
+    ASSERT_EQ(hosts["vm1"].params.speed, 2);  // DDR
+    struct Want {
+        unsigned port;
+        uint8_t width_active;
+    };
+    // 4x stays 4x, 12x trains at 4x, 1x stays 1x; all at SDR, the only
+    // speed the switch (and the MT25208 at the other end) supports.
+    for (Want w : {Want{1, 2}, Want{2, 2}, Want{3, 1}}) {
+        auto r = dr(mad::kMethodGet, smp::kAttrPortInfo, w.port, {1});
+        ASSERT_TRUE(r);
+        auto d = test::smp_data(*r);
+        SCOPED_TRACE(w.port);
+        EXPECT_EQ(kPiWidthSupported.get(d), 3u);
+        EXPECT_EQ(kPiWidthEnabled.get(d), 3u);
+        EXPECT_EQ(kPiWidthActive.get(d), w.width_active);
+        EXPECT_EQ(kPiSpeedSupported.get(d), 1u);
+        EXPECT_EQ(kPiSpeedEnabled.get(d), 1u);
+        EXPECT_EQ(kPiSpeedActive.get(d), 1u);
+        // Active is one of the supported and enabled values.
+        EXPECT_NE(kPiWidthActive.get(d) & kPiWidthSupported.get(d) & kPiWidthEnabled.get(d), 0u);
+        EXPECT_NE(kPiSpeedActive.get(d) & kPiSpeedSupported.get(d) & kPiSpeedEnabled.get(d), 0u);
+    }
+    // Enabling 1x only on port 2 trains it at 1x; 0xff is "all supported".
+    auto r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiWidthEnabled.set(d, 1); });
+    ASSERT_TRUE(r);
+    EXPECT_EQ(kPiWidthEnabled.get(test::smp_data(*r)), 1u);
+    EXPECT_EQ(kPiWidthActive.get(test::smp_data(*r)), 1u);
+    r = set_port_info({1}, 2, [&](std::span<uint8_t> d) { kPiWidthEnabled.set(d, 0xff); });
+    EXPECT_EQ(kPiWidthEnabled.get(test::smp_data(*r)), 3u);
+    EXPECT_EQ(kPiWidthActive.get(test::smp_data(*r)), 2u);
+}
+
 TEST_F(SwitchTest, DisablingAPortTakesTheLinkDown)
 {
     build("star:2");

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Fuzz target: topology files (fabric/topology.cc) and the fabric built
-// from what parses. Input: ibnetdiscover text, or '!' and a built-in spec
-// ("!star:3"). Whatever parses is instantiated as a Fabric (links with few
+// from what parses. Input: ibnetdiscover text, '!' and a built-in spec
+// ("!star:3"), or '%' and ibsim net text (parse_ibsim_net, ibsim's own
+// dialect: "%Switch 8 \"Switch1\"..."). Whatever parses is instantiated as a Fabric (links with few
 // slots, so a big fabric stays cheap) and looked up by every node's names.
 #include <string>
 #include <string_view>
@@ -27,8 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     std::string_view text(reinterpret_cast<const char*>(data), size);
     Topology t;
     std::string err;
-    bool ok = !text.empty() && text[0] == '!' ? builtin_topology(text.substr(1), &t, &err)
-                                              : parse_topology(text, &t, &err);
+    char mode = text.empty() ? 0 : text[0];
+    bool ok = mode == '!'   ? builtin_topology(text.substr(1), &t, &err)
+              : mode == '%' ? parse_ibsim_net(text.substr(1), &t, &err)
+                            : parse_topology(text, &t, &err);
     if (!ok) {
         if (err.empty())
             fuzz::invariant_failed("a refused topology has no reason");

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.h"
@@ -34,7 +35,77 @@ void put_host32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 bool is_response(uint8_t method) { return (method & 0x80) || method == mad::kMethodTrapRepress; }
 
+constexpr uint8_t kClassSubnAdm = 0x03;
+
+// The classes whose MADs carry an RMPP header (SA, vendor range 2).
+bool rmpp_class(uint8_t cls) { return cls == kClassSubnAdm || (cls >= 0x30 && cls <= 0x4f); }
+
+// The RMPP header (IBA 13.6.2.1) after the common MAD header: version,
+// type, RRespTime | flags, status, then SegmentNumber and PayloadLength /
+// NewWindowLast.
+constexpr unsigned kRmppVersion = 24, kRmppType = 25, kRmppFlags = 26, kRmppStatus = 27;
+constexpr unsigned kRmppSeg = 28, kRmppPayload = 32, kRmppHdrEnd = 36;
+constexpr uint8_t kRmppTypeData = 1;
+constexpr uint8_t kRmppActive = 1, kRmppFirst = 2, kRmppLast = 4;
+
+// A MAD or message with RMPP active in its RMPP header (the flag alone, as
+// ib_umad tests it: OpenSM leaves RMPPVersion 0 for the kernel to fill).
+bool rmpp_active(std::span<const uint8_t> m)
+{
+    return m.size() >= kRmppHdrEnd && rmpp_class(uint8_t(m[1])) && (m[kRmppFlags] & kRmppActive);
+}
+
+// Where a class's data starts in each segment: the headers every segment
+// repeats (as ib_mad's ib_get_mad_data_offset: SA 56, device management
+// 64, vendor classes 0x30-0x4f 40, others right after the RMPP header).
+unsigned rmpp_data_offset(uint8_t cls)
+{
+    if (cls == kClassSubnAdm)
+        return 56;
+    if (cls == 0x06)
+        return 64;
+    if (cls >= 0x30 && cls <= 0x4f)
+        return 40;
+    return kRmppHdrEnd;
+}
+
 }  // namespace
+
+std::vector<std::array<uint8_t, kMadSize>> rmpp_segments(std::span<const uint8_t> msg)
+{
+    // Segments of one MAD each: the headers repeated, then the next slice
+    // of the data. PayloadLength (IBA 13.6.2.1) counts the bytes after the
+    // RMPP header: in the first segment for the whole message, in the last
+    // for that segment, 0 in between.
+    std::vector<std::array<uint8_t, kMadSize>> out;
+    if (msg.size() < kRmppHdrEnd)
+        return out;
+    uint8_t cls = uint8_t(mad::kMgmtClass.get(msg));
+    size_t off = rmpp_data_offset(cls);
+    if (msg.size() < off)
+        return out;
+    size_t data = msg.size() - off, per = kMadSize - off;
+    size_t nseg = std::max<size_t>(1, (data + per - 1) / per);
+    size_t pad = nseg * per - data;
+    size_t rmpp_per = kMadSize - kRmppHdrEnd;
+    for (size_t i = 0; i < nseg; ++i) {
+        std::array<uint8_t, kMadSize> s{};
+        std::memcpy(s.data(), msg.data(), off);
+        size_t from = off + i * per, n = std::min(per, msg.size() - from);
+        std::memcpy(s.data() + off, msg.data() + from, n);
+        uint8_t flags = kRmppActive | (i == 0 ? kRmppFirst : 0) | (i + 1 == nseg ? kRmppLast : 0);
+        s[kRmppVersion] = 1;
+        s[kRmppType] = kRmppTypeData;
+        s[kRmppFlags] = uint8_t((msg[kRmppFlags] & 0xf8) | flags);
+        s[kRmppStatus] = 0;
+        std::span<uint8_t> sp(s);
+        put32(sp, kRmppSeg, uint32_t(i + 1));
+        uint32_t paylen = i == 0 ? uint32_t(nseg * rmpp_per - pad) : i + 1 == nseg ? uint32_t(rmpp_per - pad) : 0;
+        put32(sp, kRmppPayload, paylen);
+        out.push_back(s);
+    }
+    return out;
+}
 
 // A request waiting for its response: armed in the scheduler's deadline
 // heap for its timeout.
@@ -45,7 +116,7 @@ struct MadHost::Pending final : TimedSource {
     uint64_t tid = 0;
     uint32_t timeout_ms = 0;
     uint32_t retries_left = 0;
-    Mad mad{};
+    std::vector<uint8_t> mad;  // one MAD, or an RMPP message
     Addr to;
     uint64_t next_deadline() const override { return kNever; }
     void fire(uint64_t now) override
@@ -151,8 +222,15 @@ void MadHost::client_readable(Client& c)
 {
     uint64_t id = c.id;
     for (int i = 0; i < 64; ++i) {  // bounded per round: one client cannot hog the loop
-        uint8_t buf[kHdrSize + kMadSize + 64];
-        ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+        // The message's size first: an RMPP message is longer than a MAD.
+        ssize_t want = recv(c.fd, nullptr, 0, MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC);
+        if (want < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        size_t cap = std::min<size_t>(std::max<ssize_t>(want, 1), kHdrSize + kMaxRmppMessage + 1);
+        if (rx_buf_.size() < cap)
+            rx_buf_.resize(cap);
+        uint8_t* buf = rx_buf_.data();
+        ssize_t n = recv(c.fd, buf, cap, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
         if (n <= 0) {
@@ -230,6 +308,7 @@ void MadHost::client_ctl(Client& c, const UmadCtl& ctl)
         a.qpn = ctl.qpn;
         a.mgmt_class = ctl.mgmt_class;
         a.class_version = ctl.class_version;
+        a.rmpp_version = ctl.rmpp_version;
         a.mask[0] = ctl.method_mask[0];
         a.mask[1] = ctl.method_mask[1];
         c.agents[a.id] = a;
@@ -256,15 +335,31 @@ void MadHost::client_ctl(Client& c, const UmadCtl& ctl)
 
 void MadHost::client_send(Client& c, const uint8_t* pkt, size_t len)
 {
-    // A MAD is the 64-byte header and at least the common MAD header.
-    if (len < kHdrSize + 24 || len > kHdrSize + kMadSize) {
+    // A MAD is the 64-byte header and at least the common MAD header; an
+    // RMPP agent may write a longer message with RMPP active (ib_umad
+    // segments those).
+    if (len < kHdrSize + 24 || len > kHdrSize + kMaxRmppMessage) {
         ++hc_.bad;
         return;
     }
-    ++hc_.sent;
-    Mad m{};
-    std::memcpy(m.data(), pkt + kHdrSize, len - kHdrSize);
     uint32_t agent = host32(pkt + kHdrId);
+    auto ag = c.agents.find(agent);
+    if (ag == c.agents.end()) {
+        ++hc_.bad;  // ib_umad refuses a send by an unregistered agent
+        return;
+    }
+    // With RMPP active the message keeps its exact length (the reader's
+    // ib_mad gives it back from PayloadLength); a plain MAD is 256 bytes.
+    std::span<const uint8_t> body(pkt + kHdrSize, len - kHdrSize);
+    bool rmpp = ag->second.rmpp_version && rmpp_active(body) &&
+                body.size() >= rmpp_data_offset(uint8_t(mad::kMgmtClass.get(body)));
+    if (body.size() > kMadSize && !rmpp) {
+        ++hc_.bad;  // longer than a MAD without RMPP: ib_umad refuses it
+        return;
+    }
+    std::vector<uint8_t> m(rmpp ? body.size() : kMadSize, 0);
+    std::memcpy(m.data(), body.data(), body.size());
+    ++hc_.sent;
     Addr to;
     to.qpn = get32(std::span<const uint8_t>(pkt, kHdrSize), kHdrQpn) & 0xffffff;
     to.qkey = get32(std::span<const uint8_t>(pkt, kHdrSize), kHdrQkey);
@@ -272,11 +367,6 @@ void MadHost::client_send(Client& c, const uint8_t* pkt, size_t len)
     to.sl = pkt[kHdrSl] & 0xf;
     uint32_t timeout = host32(pkt + kHdrTimeout);
     uint8_t method = uint8_t(mad::kMethod.get(m));
-    auto ag = c.agents.find(agent);
-    if (ag == c.agents.end()) {
-        ++hc_.bad;  // ib_umad refuses a send by an unregistered agent
-        return;
-    }
     if (!is_response(method) && timeout) {
         // ib_mad: the agent's id in the TID's upper half; the response is
         // matched by TID.
@@ -300,9 +390,14 @@ void MadHost::client_send(Client& c, const uint8_t* pkt, size_t len)
     route(m, to);
 }
 
-void MadHost::route(const Mad& in, const Addr& to)
+void MadHost::route(std::span<const uint8_t> msg, const Addr& to)
 {
-    Mad m = in;
+    if (msg.size() != kMadSize || rmpp_active(msg)) {
+        route_rmpp(msg, to);
+        return;
+    }
+    Mad m{};
+    std::memcpy(m.data(), msg.data(), msg.size());
     mthca::Port& p = port(1);
     uint8_t cls = uint8_t(mad::kMgmtClass.get(m));
     uint8_t method = uint8_t(mad::kMethod.get(m));
@@ -362,6 +457,35 @@ void MadHost::route(const Mad& in, const Addr& to)
     send_gmp(1, to.lid, to.sl, to.qpn ? to.qpn : 1, p.pkeys[0] ? p.pkeys[0] : 0xffff, m);
 }
 
+void MadHost::route_rmpp(std::span<const uint8_t> msg, const Addr& to)
+{
+    ++hc_.rmpp_sent;
+    const mthca::Port& p = port(1);
+    if (p.lid && to.lid == p.lid) {
+        // To an agent of this port: what ib_mad's reassembly hands the
+        // reader is the message as written, its RMPP header that of the
+        // first segment.
+        std::vector<uint8_t> m(msg.begin(), msg.end());
+        m[kRmppVersion] = 1;
+        m[kRmppType] = kRmppTypeData;
+        m[kRmppFlags] = uint8_t((m[kRmppFlags] & 0xf8) | kRmppActive | kRmppFirst | kRmppLast);
+        Addr self;
+        self.lid = p.lid;
+        self.qpn = 1;
+        self.sl = to.sl;
+        incoming(m, self);
+        return;
+    }
+    if (to.qpn == 0) {
+        ++hc_.bad;  // SMPs are never segmented
+        return;
+    }
+    for (const Mad& s : rmpp_segments(msg)) {
+        ++hc_.rmpp_segments;
+        send_gmp(1, to.lid, to.sl, to.qpn, p.pkeys[0] ? p.pkeys[0] : 0xffff, s);
+    }
+}
+
 void MadHost::unhandled_mad(const stub::MadSource& src, std::span<const uint8_t> mad_in)
 {
     Mad m{};
@@ -374,10 +498,25 @@ void MadHost::unhandled_mad(const stub::MadSource& src, std::span<const uint8_t>
     incoming(m, from);
 }
 
-void MadHost::incoming(const Mad& m, const Addr& from)
+void MadHost::incoming(std::span<const uint8_t> m, const Addr& from)
 {
     uint8_t method = uint8_t(mad::kMethod.get(m));
     uint8_t cls = uint8_t(mad::kMgmtClass.get(m));
+    if (m.size() == kMadSize && rmpp_class(cls) &&
+        m[kRmppVersion] && (m[kRmppFlags] & kRmppActive) &&
+        (m[kRmppType] != kRmppTypeData || !(m[kRmppFlags] & kRmppFirst) || !(m[kRmppFlags] & kRmppLast))) {
+        // RMPP from the wire that is not a whole one-segment message: ACKs
+        // of our segments, or segments we do not reassemble.
+        ++hc_.rmpp_acks;
+        return;
+    }
+    if (m.size() == kMadSize && rmpp_class(cls) && rmpp_active(m)) {
+        // One whole segment: the reader gets the length its PayloadLength
+        // gives (the bytes after the RMPP header).
+        size_t paylen = get32(m, kRmppPayload);
+        size_t n = std::clamp<size_t>(kRmppHdrEnd + paylen, rmpp_data_offset(cls), kMadSize);
+        m = m.first(n);
+    }
     if (is_response(method)) {
         auto it = pending_.find(mad::kTid.get(m));
         if (it == pending_.end() || mad::kMgmtClass.get(it->second->mad) != cls) {
@@ -405,18 +544,18 @@ void MadHost::incoming(const Mad& m, const Addr& from)
     ++hc_.unmatched;
 }
 
-void MadHost::deliver(Client& c, uint32_t agent, const Mad& m, const Addr& from, uint32_t status)
+void MadHost::deliver(Client& c, uint32_t agent, std::span<const uint8_t> m, const Addr& from, uint32_t status)
 {
-    std::vector<uint8_t> out(kHdrSize + kMadSize, 0);
+    std::vector<uint8_t> out(kHdrSize + m.size(), 0);
     put_host32(&out[kHdrId], agent);
     put_host32(&out[kHdrStatus], status);
-    put_host32(&out[kHdrLength], kHdrSize + kMadSize);
+    put_host32(&out[kHdrLength], uint32_t(kHdrSize + m.size()));
     std::span<uint8_t> h(out.data(), kHdrSize);
     put32(h, kHdrQpn, from.qpn);
     put32(h, kHdrQkey, from.qkey);
     put16(h, kHdrLid, from.lid);
     out[kHdrSl] = from.sl;
-    std::memcpy(out.data() + kHdrSize, m.data(), kMadSize);
+    std::memcpy(out.data() + kHdrSize, m.data(), m.size());
     c.outq.push_back(std::move(out));
     ++hc_.delivered;
     client_flush(c);
@@ -437,7 +576,7 @@ void MadHost::timed_out(Pending* raw)
         ++hc_.retries;
         sched_.arm(&p, sched_.now() + uint64_t(p.timeout_ms) * 1000000ull);
         // The answer may come back inside route() and free p: copies.
-        Mad m = p.mad;
+        std::vector<uint8_t> m = p.mad;
         Addr to = p.to;
         route(m, to);
         return;

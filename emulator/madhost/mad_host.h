@@ -20,8 +20,19 @@
 //    port; returning SMPs end at C14-13:3 in the StubCa;
 //  - MADs to the port's own LID are answered locally (its SMA/PMA) or looped
 //    to the agents (an SA query from smpquery to OpenSM on the same port).
-// Not modelled: RMPP (no segmentation: SA GetTable replies larger than one
-// MAD are not sent), GRH-routed MADs, P_Key indexes other than 0.
+//  - RMPP (IBA 13.6) for agents registered with an rmpp_version: a client
+//    writes a message longer than one MAD (an SA GetTable response) as
+//    ib_umad takes it, the 64-byte header and the whole reassembled MAD
+//    (common, RMPP and class headers once, then all the data). To an agent
+//    on this port it is handed over whole (what the kernel's segmentation
+//    and reassembly would give the reader); to the wire it leaves as RMPP
+//    DATA segments, each with a copy of the headers (as ib_mad segments).
+//    A reader whose read() buffer is too short gets ENOSPC and the length
+//    from the interposer, as from ib_umad.
+// Not modelled: RMPP on the receiving side from the wire (segments are not
+// reassembled, ACKs are counted and dropped; the segments are sent in one
+// burst, not paced by the receiver's window), GRH-routed MADs, P_Key
+// indexes other than 0.
 #pragma once
 
 #include <poll.h>
@@ -47,7 +58,21 @@ struct MadHostCounters {
     uint64_t retries = 0;
     uint64_t unmatched = 0;      // responses no request waits for, MADs no agent takes
     uint64_t bad = 0;            // malformed client messages
+    uint64_t rmpp_sent = 0;      // multi-MAD RMPP messages sent (looped or segmented)
+    uint64_t rmpp_segments = 0;  // RMPP DATA segments put on the wire
+    uint64_t rmpp_acks = 0;      // RMPP ACKs (and other non-DATA RMPP MADs) from the wire, dropped
 };
+
+// The longest RMPP message a client may write (header excluded): 4096
+// segments of one MAD's payload, far beyond any SA table of a subnet here.
+inline constexpr size_t kMaxRmppMessage = 1u << 20;
+
+// An RMPP message (the MAD as ib_umad takes it: headers once, then all the
+// data) as the DATA segments that carry it on the wire (IBA 13.6): each a
+// copy of the class's headers, SegmentNumber 1.., FIRST/LAST flags, and
+// PayloadLength as ib_mad fills it. Empty for a message shorter than its
+// class's headers.
+std::vector<std::array<uint8_t, kMadSize>> rmpp_segments(std::span<const uint8_t> msg);
 
 class MadHost : public stub::StubCa {
 public:
@@ -70,7 +95,7 @@ private:
     struct Agent {
         uint32_t id = 0;
         uint32_t hi_tid = 0;
-        uint8_t qpn = 0, mgmt_class = 0, class_version = 0;
+        uint8_t qpn = 0, mgmt_class = 0, class_version = 0, rmpp_version = 0;
         uint64_t mask[2] = {0, 0};
     };
     struct Client {
@@ -95,12 +120,16 @@ private:
     void drop_client(uint64_t id);
     void client_ctl(Client& c, const UmadCtl& ctl);
     void client_send(Client& c, const uint8_t* pkt, size_t len);
-    // Puts a MAD on the wire (or answers it locally); false if dropped.
-    void route(const Mad& m, const Addr& to);
-    // A MAD that arrived for the clients: a response for a pending request
-    // or something for an agent.
-    void incoming(const Mad& m, const Addr& from);
-    void deliver(Client& c, uint32_t agent, const Mad& m, const Addr& from, uint32_t status);
+    // Puts a MAD (or a longer RMPP message) on the wire, or answers or
+    // loops it locally.
+    void route(std::span<const uint8_t> msg, const Addr& to);
+    // An RMPP message longer than one MAD: looped to the agents, or
+    // segmented onto the wire.
+    void route_rmpp(std::span<const uint8_t> msg, const Addr& to);
+    // A MAD (or a reassembled RMPP message) that arrived for the clients: a
+    // response for a pending request or something for an agent.
+    void incoming(std::span<const uint8_t> m, const Addr& from);
+    void deliver(Client& c, uint32_t agent, std::span<const uint8_t> m, const Addr& from, uint32_t status);
     void timed_out(Pending* p);
     void update_issm();
 
@@ -111,6 +140,7 @@ private:
     std::map<uint64_t, std::unique_ptr<Client>> clients_;
     std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;  // by TID
     MadHostCounters hc_;
+    std::vector<uint8_t> rx_buf_;  // one client message
 };
 
 }  // namespace ibemu::madhost

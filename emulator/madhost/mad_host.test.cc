@@ -221,6 +221,178 @@ TEST_F(Host, AMadToTheOwnLidGoesToTheAgentRegisteredForIt)
     close(cl);
 }
 
+// A GetTable query and its RMPP answer between two processes on the same
+// port (saquery and OpenSM's SA on one endpoint).
+struct Rmpp : Host {
+    int sm = -1, cl = -1;
+    void SetUp() override
+    {
+        Host::SetUp();
+        sm = connect_client();
+        reg(sm, 0, mad::kClassSubnDirected, 0, {});
+        for (PortState s : {PortState::Armed, PortState::Active}) {
+            Mad set = sm_dr(mad::kMethodSet, smp::kAttrPortInfo, {}, 5);
+            test::layout::kPiLid.set(test::smp_data(set), 9);
+            test::layout::kPiState.set(test::smp_data(set), uint64_t(s));
+            send_mad(sm, 0, set, 0, 0xffff, 1000);
+            std::array<uint8_t, kHdrSize + kMadSize> r;
+            ASSERT_TRUE(recv_mad(sm, &r));
+        }
+        reg_rmpp(sm, 1, {kGetTable});
+        cl = connect_client();
+        reg_rmpp(cl, 0, {});
+    }
+    void TearDown() override
+    {
+        close(sm);
+        close(cl);
+    }
+    static constexpr uint8_t kGetTable = 0x12, kGetTableResp = 0x92;
+    void reg_rmpp(int fd, uint32_t agent, std::initializer_list<uint8_t> methods)
+    {
+        UmadCtl c;
+        c.op = CtlOp::Register;
+        c.agent = agent;
+        c.mgmt_class = 0x03;
+        c.class_version = 2;
+        c.qpn = 1;
+        c.rmpp_version = 1;
+        for (uint8_t m : methods)
+            c.method_mask[m / 64] |= 1ull << (m % 64);
+        ASSERT_EQ(send(fd, &c, sizeof c, 0), ssize_t(sizeof c));
+        pump();
+    }
+    // An SA MAD (56 bytes of headers) with `records` records of 112 bytes,
+    // each filled with its index, RMPP active when `rmpp`.
+    static std::vector<uint8_t> sa_msg(uint8_t method, uint64_t tid, unsigned records, bool rmpp)
+    {
+        std::vector<uint8_t> m(56 + records * 112, 0);
+        if (m.size() < kMadSize && !rmpp)
+            m.resize(kMadSize);
+        Mad h = test::smp_header(0x03, method, 0x11, 0, tid);
+        std::memcpy(m.data(), h.data(), 24);
+        mad::kClassVersion.set(m, 2);
+        m[24] = 0;                      // RMPPVersion: OpenSM leaves it to the kernel
+        m[26] = rmpp ? 1 : 0;           // flags: ACTIVE
+        put16(m, 36 + 8, 112 / 8);      // SA AttributeOffset, in 8-byte words
+        for (unsigned i = 0; i < records; ++i)
+            std::fill_n(m.begin() + 56 + i * 112, 112, uint8_t(i + 1));
+        return m;
+    }
+    void write_msg(int fd, uint32_t agent, std::span<const uint8_t> mad, uint32_t timeout_ms)
+    {
+        std::vector<uint8_t> b(kHdrSize + mad.size(), 0);
+        std::memcpy(b.data() + kId, &agent, 4);
+        std::memcpy(b.data() + kTimeout, &timeout_ms, 4);
+        std::span<uint8_t> h(b.data(), kHdrSize);
+        put32(h, kQpn, 1);
+        put32(h, kQkey, kQp1Qkey);
+        put16(h, kLid, 9);
+        std::memcpy(b.data() + kHdrSize, mad.data(), mad.size());
+        ASSERT_EQ(send(fd, b.data(), b.size(), 0), ssize_t(b.size()));
+        pump();
+    }
+    // The next message for fd, whatever its length.
+    std::vector<uint8_t> read_msg(int fd)
+    {
+        pump();
+        std::vector<uint8_t> b(kHdrSize + kMaxRmppMessage);
+        ssize_t n = recv(fd, b.data(), b.size(), MSG_DONTWAIT);
+        b.resize(n > 0 ? size_t(n) : 0);
+        return b;
+    }
+    // The SA answers the query it got with `records` records.
+    void answer(unsigned records)
+    {
+        std::vector<uint8_t> q = read_msg(sm);
+        ASSERT_EQ(q.size(), kHdrSize + kMadSize);
+        uint64_t tid = mad::kTid.get(std::span<const uint8_t>(q).subspan(kHdrSize));
+        write_msg(sm, 1, sa_msg(kGetTableResp, tid, records, true), 0);
+    }
+};
+
+TEST_F(Rmpp, AGetTableAnswerLongerThanOneMadReachesTheAskerWhole)
+{
+    write_msg(cl, 0, sa_msg(kGetTable, 77, 0, false), 1000);
+    answer(121);  // the NodeRecords of fattree:100: 13608 bytes
+    std::vector<uint8_t> r = read_msg(cl);
+    std::vector<uint8_t> want = sa_msg(kGetTableResp, 0, 121, true);
+    ASSERT_EQ(r.size(), kHdrSize + want.size());
+    uint32_t len;
+    std::memcpy(&len, r.data() + 16, 4);
+    EXPECT_EQ(len, r.size());  // hdr.length: what a short read()'s ENOSPC reports
+    std::span<const uint8_t> m(r.data() + kHdrSize, want.size());
+    EXPECT_EQ(mad::kTid.get(m) & 0xffffffff, 77u);
+    EXPECT_EQ(mad::kMethod.get(m), kGetTableResp);
+    EXPECT_TRUE(std::equal(m.begin() + 56, m.end(), want.begin() + 56));  // every record
+    EXPECT_EQ(host->host_counters().rmpp_sent, 1u);
+    EXPECT_EQ(host->host_counters().bad, 0u);
+}
+
+TEST_F(Rmpp, AShortRmppAnswerKeepsItsExactLength)
+{
+    // One PathRecord-sized answer: the reader counts records by length.
+    write_msg(cl, 0, sa_msg(kGetTable, 78, 0, false), 1000);
+    answer(1);
+    std::vector<uint8_t> r = read_msg(cl);
+    EXPECT_EQ(r.size(), kHdrSize + 56 + 112);
+    // And none: the headers alone.
+    write_msg(cl, 0, sa_msg(kGetTable, 79, 0, false), 1000);
+    answer(0);
+    r = read_msg(cl);
+    EXPECT_EQ(r.size(), kHdrSize + 56);
+}
+
+TEST_F(Rmpp, AMessageLongerThanAMadWithoutRmppIsRefused)
+{
+    // RMPP not active in the header, or an agent registered without RMPP.
+    write_msg(sm, 1, sa_msg(kGetTableResp, 5, 10, false), 0);
+    EXPECT_EQ(host->host_counters().bad, 1u);
+    reg(cl, 1, 0x03, 1, {});
+    write_msg(cl, 1, sa_msg(kGetTableResp, 5, 10, true), 0);
+    EXPECT_EQ(host->host_counters().bad, 2u);
+    EXPECT_EQ(host->host_counters().rmpp_sent, 0u);
+}
+
+TEST(RmppSegments, SegmentsCarryTheDataInOrderWithIbMadsHeaders)
+{
+    // 121 records of 112 bytes after the 56-byte SA headers: 68 segments of
+    // 200 data bytes, the last one partly padding.
+    std::vector<uint8_t> msg(56 + 121 * 112);
+    for (size_t i = 0; i < msg.size(); ++i)
+        msg[i] = uint8_t(i * 7 + 3);
+    msg[1] = 0x03;  // SA
+    msg[24] = 1;
+    msg[26] = 1;
+    auto segs = rmpp_segments(msg);
+    ASSERT_EQ(segs.size(), 68u);
+    std::vector<uint8_t> joined(msg.begin(), msg.begin() + 56);
+    for (size_t i = 0; i < segs.size(); ++i) {
+        std::span<const uint8_t> s(segs[i]);
+        SCOPED_TRACE(i);
+        EXPECT_TRUE(std::equal(s.begin(), s.begin() + 24, msg.begin()));  // MAD header
+        EXPECT_EQ(s[24], 1);                                             // RMPPVersion
+        EXPECT_EQ(s[25], 1);                                             // DATA
+        EXPECT_EQ(s[26] & 7, 1 | (i == 0 ? 2 : 0) | (i == 67 ? 4 : 0));  // ACTIVE FIRST LAST
+        EXPECT_EQ(get32(s, 28), i + 1);                                  // SegmentNumber
+        EXPECT_TRUE(std::equal(s.begin() + 36, s.begin() + 56, msg.begin() + 36));  // SA header
+        joined.insert(joined.end(), s.begin() + 56, s.end());
+    }
+    // PayloadLength: the whole message's RMPP payload in the first, the
+    // last segment's in the last (ib_mad's get_mad_len gives back 13608).
+    size_t pad = 68 * 200 - 121 * 112;
+    EXPECT_EQ(get32(segs[0], 32), 68 * 220 - pad);
+    EXPECT_EQ(get32(segs[67], 32), 220 - pad);
+    EXPECT_EQ(get32(segs[30], 32), 0u);
+    joined.resize(msg.size());
+    EXPECT_TRUE(std::equal(joined.begin() + 56, joined.end(), msg.begin() + 56));
+    // A message of headers only is one segment.
+    msg.resize(56);
+    segs = rmpp_segments(msg);
+    ASSERT_EQ(segs.size(), 1u);
+    EXPECT_EQ(get32(segs[0], 32), 20u);
+}
+
 TEST_F(Host, PortQueryAndIsSm)
 {
     int fd = connect_client();

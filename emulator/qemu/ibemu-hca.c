@@ -34,6 +34,7 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
+#include "exec/address-spaces.h"
 #include "exec/memory.h"
 #include "exec/cpu-common.h"
 #include "hw/boards.h"
@@ -622,6 +623,22 @@ static void ibemu_realize(PCIDevice *pdev, Error **errp)
     if (!s->node || !*s->node || strlen(s->node) >= IBEMU_SHIM_NODE_NAME_LEN) {
         error_setg(errp, "ibemu-hca needs node=<name of 1..%d characters>",
                    IBEMU_SHIM_NODE_NAME_LEN - 1);
+        return;
+    }
+    /*
+     * The emulator reads and writes guest RAM through the memfd, at the
+     * addresses the driver programs (MTTs, ICM, queue bases). Behind a
+     * vIOMMU (intel-iommu, amd-iommu, virtio-iommu) those are IOVAs of this
+     * device's DMA address space, not guest-physical addresses, and nothing
+     * translates them on the way: DMA would land on the wrong pages. So the
+     * device must see plain guest-physical memory, or it is not created.
+     */
+    if (pci_device_iommu_address_space(pdev) != &address_space_memory) {
+        error_setg(errp, "ibemu-hca %s: the device is behind a vIOMMU; the "
+                   "emulator takes DMA addresses as guest-physical and "
+                   "cannot translate IOVAs: remove the IOMMU or let this "
+                   "bus bypass it (-machine default_bus_bypass_iommu=on)",
+                   s->node);
         return;
     }
     if (!ibemu_build_hello(s, &hello, &memfd, errp)) {

@@ -15,9 +15,12 @@
 //    files. The port's files are rewritten from the endpoint's answer when
 //    they are opened (its LID and state change as the SM works).
 //  - /dev/infiniband/umadN: open() returns a SOCK_SEQPACKET socket connected
-//    to the endpoint, which speaks the ib_umad read/write format, so read,
-//    write, poll and close need no help; ioctl() (REGISTER_AGENT[2],
-//    UNREGISTER_AGENT, ENABLE_PKEY) becomes a control message.
+//    to the endpoint, which speaks the ib_umad read/write format, so write,
+//    poll and close need no help; ioctl() (REGISTER_AGENT[2],
+//    UNREGISTER_AGENT, ENABLE_PKEY) becomes a control message. read() of a
+//    message longer than the caller's buffer (an RMPP response) fails with
+//    ENOSPC, the header (its length field) copied and the message kept, as
+//    ib_umad does; a plain socket read would cut it.
 //  - /dev/infiniband/issmN: a socket that sets the port's IsSM bit while open.
 // The CA is called "ibemu0", one port, umad0/issm0.
 #include <dirent.h>
@@ -38,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -416,6 +420,21 @@ int umad_ioctl(int fd, unsigned long req, void* arg)
     return 0;
 }
 
+// read() of a umad fd: the whole message, or ENOSPC with its header.
+ssize_t umad_read(int fd, void* buf, size_t count)
+{
+    ssize_t want = syscall(SYS_recvfrom, fd, nullptr, 0, MSG_PEEK | MSG_TRUNC, nullptr, nullptr);
+    if (want < 0)
+        return -1;
+    if (size_t(want) > count && count >= sizeof(ib_user_mad_hdr)) {
+        if (syscall(SYS_recvfrom, fd, buf, sizeof(ib_user_mad_hdr), MSG_PEEK, nullptr, nullptr) < 0)
+            return -1;
+        errno = ENOSPC;
+        return -1;
+    }
+    return syscall(SYS_recvfrom, fd, buf, count, 0, nullptr, nullptr);
+}
+
 mode_t mode_arg(int flags, va_list ap)
 {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode_t(va_arg(ap, int)) : 0;
@@ -563,6 +582,23 @@ int ioctl(int fd, unsigned long req, ...)
     }
     static auto f = real<int (*)(int, unsigned long, ...)>("ioctl");
     return f(fd, req, arg);
+}
+
+ssize_t read(int fd, void* buf, size_t count)
+{
+    if (fd >= 0 && fd < kMaxFd && g_fd_kind[fd] == kUmad)
+        return umad_read(fd, buf, count);
+    static auto f = real<ssize_t (*)(int, void*, size_t)>("read");
+    return f(fd, buf, count);
+}
+
+// What read() becomes under _FORTIFY_SOURCE.
+ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen)
+{
+    if (fd >= 0 && fd < kMaxFd && g_fd_kind[fd] == kUmad)
+        return umad_read(fd, buf, std::min(count, buflen));
+    static auto f = real<ssize_t (*)(int, void*, size_t, size_t)>("__read_chk");
+    return f(fd, buf, count, buflen);
 }
 
 int close(int fd)

@@ -3,19 +3,23 @@
 #
 # Host-native OpenSM over a guest-less emulated fat tree (ctest scale_opensm_*):
 #   ibemu-fabric --topology fattree:N   stub CAs + the host MAD endpoint
-#   opensm -o (LD_PRELOAD libibemu_umad.so)  one heavy sweep, then exits
+#   opensm -s 0 -d2 (LD_PRELOAD libibemu_umad.so)  one heavy sweep, then it
+#                          stays up as the SA (no periodic sweeps; log flushed)
 # and then checks, with the same interposer, that
 #   - OpenSM reached SUBNET UP;
 #   - iblinkinfo shows every cabled port of every node Active/LinkUp;
 #   - ibnetdiscover lists every node of the topology;
-#   - smpquery and perfquery answer by LID (a stub CA's SMA and PMA).
+#   - smpquery and perfquery answer by LID (a stub CA's SMA and PMA);
+#   - saquery gets every NodeRecord from OpenSM's SA (a GetTable answer
+#     of many MADs: RMPP through the endpoint) and a PathRecord between
+#     two CAs.
 # Exit 77 (ctest: skipped) when opensm or infiniband-diags are missing.
 #
 # usage: opensm_fattree.sh IBEMU_FABRIC LIBIBEMU_UMAD CAS
 set -uo pipefail
 fabric_bin=$1 lib=$2 cas=${3:-100}
 
-for t in opensm ibnetdiscover iblinkinfo smpquery perfquery; do
+for t in opensm ibnetdiscover iblinkinfo smpquery perfquery saquery; do
 	if ! command -v "$t" >/dev/null; then
 		echo "SKIP: $t is not installed (.ci/deps installs opensm and infiniband-diags)"
 		exit 77
@@ -23,8 +27,9 @@ for t in opensm ibnetdiscover iblinkinfo smpquery perfquery; do
 done
 
 dir=$(mktemp -d /tmp/ibemu-scale-XXXXXX)
-fab_pid=
+fab_pid= osm_pid=
 cleanup() {
+	[ -n "$osm_pid" ] && kill "$osm_pid" 2>/dev/null && wait "$osm_pid" 2>/dev/null
 	[ -n "$fab_pid" ] && kill "$fab_pid" 2>/dev/null && wait "$fab_pid" 2>/dev/null
 	rm -rf "$dir"
 }
@@ -56,10 +61,17 @@ export OSM_CACHE_DIR="$dir" OSM_TMP_DIR="$dir"
 run() { IBEMU_UMAD_SOCKET="$dir/umad.sock" LD_PRELOAD="$lib" timeout 60 "$@"; }
 
 start=$(date +%s.%N)
-run opensm -o -f "$dir/opensm.log" >"$dir/opensm.out" 2>&1 || fail "opensm -o exited $?"
+IBEMU_UMAD_SOCKET="$dir/umad.sock" LD_PRELOAD="$lib" timeout 120 opensm -s 0 -d2 -f "$dir/opensm.log" \
+	>"$dir/opensm.out" 2>&1 &
+osm_pid=$!
+for _ in $(seq 1200); do
+	grep -qs 'SUBNET UP' "$dir/opensm.log" && break
+	kill -0 $osm_pid 2>/dev/null || fail "opensm exited"
+	sleep 0.05
+done
 end=$(date +%s.%N)
 grep -q 'SUBNET UP' "$dir/opensm.log" || fail "OpenSM did not reach SUBNET UP"
-printf 'scale: opensm -o over fattree:%s (%s nodes, %s links): SUBNET UP in %.2f s\n' \
+printf 'scale: opensm over fattree:%s (%s nodes, %s links): SUBNET UP in %.2f s\n' \
 	"$cas" "$nodes" "$links" "$(echo "$end - $start" | bc)"
 
 # Every cabled port is a port line of iblinkinfo with a peer; each must be
@@ -89,4 +101,21 @@ pc=$(run perfquery "$lid" 1 2>&1) || fail "perfquery $lid 1: $pc"
 rcv=$(sed -n 's/^PortRcvPkts:\.*\([0-9]*\)/\1/p' <<<"$pc")
 [ "${rcv:-0}" -gt 0 ] || fail "perfquery $lid 1: no PortRcvPkts: $pc"
 echo "scale: LID $lid: $(sed 's/.*\.\.\.//' <<<"$desc"), PortRcvPkts $rcv"
+
+# OpenSM's SA, through the endpoint: every NodeRecord (one GetTable answer
+# of about 13 KB: many RMPP segments' worth) and one PathRecord.
+s=$(date +%s.%N)
+run saquery NR >"$dir/nr.txt" 2>&1 || { r=$?; tail "$dir/nr.txt"; fail "saquery NR exited $r"; }
+nr=$(grep -c '^NodeRecord dump:' "$dir/nr.txt")
+[ "$nr" -eq "$nodes" ] || fail "saquery NR gave $nr NodeRecords, want $nodes"
+grep -q "ca$((cas - 1)) HCA-1" "$dir/nr.txt" || fail "saquery NR has no record of ca$((cas - 1))"
+lid0=$(awk '/^CA: ca0 HCA-1:/{getline; print $2; exit}' "$dir/links.txt")
+pr=$(run saquery --src-to-dst "$lid0:$lid" 2>&1) || fail "saquery --src-to-dst $lid0:$lid: $pr"
+grep -q '^PathRecord dump:' <<<"$pr" || fail "saquery gave no PathRecord: $pr"
+dlid=$(sed -n 's/^[[:space:]]*dlid\.*\(0x[0-9A-Fa-f]*\|[0-9]*\)$/\1/p' <<<"$pr" | head -1)
+slid=$(sed -n 's/^[[:space:]]*slid\.*\(0x[0-9A-Fa-f]*\|[0-9]*\)$/\1/p' <<<"$pr" | head -1)
+[ $((dlid)) -eq $((lid)) ] && [ $((slid)) -eq $((lid0)) ] || fail "PathRecord $lid0 -> $lid has slid $slid dlid $dlid: $pr"
+e=$(date +%s.%N)
+printf 'scale: saquery: %s NodeRecords, PathRecord LID %s -> %s; %.2f s for both\n' "$nr" "$lid0" "$lid" \
+	"$(echo "$e - $s" | bc)"
 echo "scale: OK"
