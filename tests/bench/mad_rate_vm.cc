@@ -20,7 +20,8 @@
 // modules allocate at run time) of ib_core, ib_mad, ib_sa, ib_umad and
 // ib_mthca in our guest against ib_core, ib_umad and ib_mthca upstream,
 // whose ib_core holds the MAD layer and the SA client. ib_uverbs (which the
-// upstream ib_mthca pulls in, and which we do not have) is left out.
+// upstream ib_mthca pulls in and ours does not; it is loaded here only for
+// --verbs) is left out of both sets.
 //
 // With --verbs it then runs the issue-10 benchmarks in the same lab
 // (verbs_bench.h): perftest from vm0 and from vm1 against vm2, and the MR

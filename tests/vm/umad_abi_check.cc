@@ -62,10 +62,12 @@ constexpr uint8_t kMethodGetTableResp = 0x92;
 constexpr uint16_t kAttrNodeInfo = 0x0011;
 constexpr uint16_t kAttrPathRecord = 0x0035;
 constexpr uint32_t kGsiQkey = 0x80010000;
-// Ours: the most data bytes one kernel-RMPP message may carry, and the
-// most retries of one send (Documentation/umad.md).
-constexpr size_t kMaxRmppData = 16u << 20;
+// Ours: the most data bytes one kernel-RMPP message may carry (4 MiB,
+// IB_MAD_RMPP_MAX_DATA), the most retries of one send and its longest
+// timeout (Documentation/umad.md).
+constexpr size_t kMaxRmppData = 4u << 20;
 constexpr uint32_t kMaxRetries = 100;
+constexpr uint32_t kMaxTimeoutMs = 8796093;
 
 int passed, failed;
 
@@ -331,8 +333,12 @@ std::pair<uint32_t, uint32_t> Registration(int fd, const Setting &s)
 		many.retries = kMaxRetries + 1;
 		ExpectErrno("write with 101 retries -> EINVAL (ours only)", EINVAL,
 			    [&] { return Write(fd, Cat(Header(smp.id, many), SubnGetNodeInfo(3))); });
+		Dest slow = peer;
+		slow.timeout_ms = kMaxTimeoutMs + 1;
+		ExpectErrno("write with timeout_ms 8796094 (over 4.096 us * 2^31) -> EINVAL (ours only)", EINVAL,
+			    [&] { return Write(fd, Cat(Header(smp.id, slow), SubnGetNodeInfo(4))); });
 		Dest sm{.lid = s.sm_lid, .qpn = 1, .qkey = kGsiQkey, .timeout_ms = 100};
-		ExpectErrno("write of a kernel-RMPP message with 16 MiB + 1 data bytes -> EMSGSIZE (ours only)",
+		ExpectErrno("write of a kernel-RMPP message with 4 MiB + 1 data bytes -> EMSGSIZE (ours only)",
 			    EMSGSIZE, [&] {
 				    return Write(fd, Cat(Header(sa.id, sm),
 							 RmppSaMad(kMethodSet, 4, kMaxRmppData + 1)));

@@ -734,9 +734,10 @@ EXPORT_SYMBOL(ib_unregister_mad_agent);
  * the MAD layer fills in the segment fields when it sends.  The consumer
  * sets ->ah, ->timeout_ms and ->retries.
  *
- * The buffer (header plus all segments) is charged to the caller's memory
- * cgroup.  An RMPP message carries at most IB_MAD_RMPP_MAX_DATA bytes of
- * data.
+ * The buffer (header plus all segments) is allocated with @gfp_mask: a
+ * caller that sends on behalf of user space (ib_umad) passes
+ * GFP_KERNEL_ACCOUNT so the memory is charged to that process's cgroup.
+ * An RMPP message carries at most IB_MAD_RMPP_MAX_DATA bytes of data.
  *
  * Return: the buffer, or ERR_PTR(-EINVAL) for bad lengths or RMPP the
  * agent does not run, ERR_PTR(-EMSGSIZE) for RMPP data longer than
@@ -754,7 +755,6 @@ struct ib_mad_send_buf *ib_create_send_mad(struct ib_mad_agent *mad_agent,
 	struct ib_rmpp_mad *rm;
 	size_t area_len;
 
-	gfp_mask |= __GFP_ACCOUNT;
 	if (hdr_len < IB_MGMT_MAD_HDR || data_len < 0)
 		return ERR_PTR(-EINVAL);
 	if (rmpp_active) {
@@ -769,7 +769,9 @@ struct ib_mad_send_buf *ib_create_send_mad(struct ib_mad_agent *mad_agent,
 		    check_add_overflow(area_len, (size_t)hdr_len, &area_len))
 			return ERR_PTR(-EMSGSIZE);
 	} else {
-		if (hdr_len + data_len > IB_MGMT_MAD_SIZE)
+		/* no sum of the two: each may be anything up to INT_MAX */
+		if (hdr_len > IB_MGMT_MAD_SIZE ||
+		    data_len > IB_MGMT_MAD_SIZE - hdr_len)
 			return ERR_PTR(-EINVAL);
 		seg_size = IB_MGMT_MAD_SIZE - hdr_len;
 		seg_count = 1;

@@ -402,6 +402,42 @@ static void buf_single(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, PTR_ERR(sb), -EINVAL);
 }
 
+/*
+ * Without RMPP, header plus data must fit one MAD even when their sum
+ * does not fit an int: lengths near INT_MAX are refused, never wrapped
+ * into a "small" negative total that passes.
+ */
+static void buf_single_int_max(struct kunit *test)
+{
+	struct ib_mad_agent_priv *agent = kunit_kzalloc(test, sizeof(*agent),
+							GFP_KERNEL);
+	static const int len[][2] = {
+		{ IB_MGMT_MAD_HDR, INT_MAX },
+		{ IB_MGMT_MAD_HDR, INT_MAX - IB_MGMT_MAD_HDR + 1 },
+		{ INT_MAX, 1 },
+		{ INT_MAX, INT_MAX },
+		{ IB_MGMT_MAD_SIZE + 1, 0 },
+	};
+	struct ib_mad_send_buf *sb;
+	int i;
+
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, agent);
+	for (i = 0; i < ARRAY_SIZE(len); i++) {
+		sb = ib_create_send_mad(&agent->agent, 1, 0, 0, len[i][0],
+					len[i][1], GFP_KERNEL);
+		KUNIT_EXPECT_EQ_MSG(test, PTR_ERR(sb), -EINVAL,
+				    "hdr_len %d data_len %d", len[i][0],
+				    len[i][1]);
+		if (!IS_ERR(sb))
+			ib_free_send_mad(sb);
+	}
+	/* the exact fit is still allowed */
+	sb = ib_create_send_mad(&agent->agent, 1, 0, 0, IB_MGMT_MAD_SIZE, 0,
+				GFP_KERNEL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(sb));
+	ib_free_send_mad(sb);
+}
+
 static void buf_rmpp_segments(struct kunit *test)
 {
 	struct ib_mad_agent_priv *agent = kunit_kzalloc(test, sizeof(*agent),
@@ -512,6 +548,7 @@ static void buf_coalesce(struct kunit *test)
 
 static struct kunit_case mad_buf_cases[] = {
 	KUNIT_CASE(buf_single),
+	KUNIT_CASE(buf_single_int_max),
 	KUNIT_CASE(buf_rmpp_segments),
 	KUNIT_CASE(buf_rmpp_limits),
 	KUNIT_CASE(buf_coalesce),

@@ -487,13 +487,14 @@ ssize_t umad_mad_bytes(size_t count, size_t hdr_bytes)
  * umad_check_send_hdr() - the header fields of a send that need no agent
  * @hdr: the header as written
  *
- * Return: 0, or -EINVAL for an agent ID out of range, an SL over 15 or
- * more than UMAD_MAX_RETRIES retries.
+ * Return: 0, or -EINVAL for an agent ID out of range, an SL over 15,
+ * more than UMAD_MAX_RETRIES retries or a timeout over UMAD_MAX_TIMEOUT_MS.
  */
 int umad_check_send_hdr(const struct ib_user_mad_hdr *hdr)
 {
 	if (hdr->id >= UMAD_MAX_AGENTS || hdr->sl > 15 ||
-	    hdr->retries > UMAD_MAX_RETRIES)
+	    hdr->retries > UMAD_MAX_RETRIES ||
+	    hdr->timeout_ms > UMAD_MAX_TIMEOUT_MS)
 		return -EINVAL;
 	return 0;
 }

@@ -29,6 +29,13 @@ enum {
 	 * OpenSM 3 by default. Keeps a send from living for ever.
 	 */
 	UMAD_MAX_RETRIES	= 100,
+	/*
+	 * The longest wait for one answer, in ms (EINVAL above): the longest
+	 * response time the IBA can express (RespTimeValue 31: 4.096 us *
+	 * 2^31, about 2.4 hours). With the retries it bounds a send's life
+	 * to about ten days instead of 101 * 49.7.
+	 */
+	UMAD_MAX_TIMEOUT_MS	= 8796093,
 };
 
 /**

@@ -72,6 +72,14 @@ static void umad_test_send_hdr(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, umad_check_send_hdr(&hdr), -EINVAL);
 	hdr.retries = U32_MAX;
 	KUNIT_EXPECT_EQ(test, umad_check_send_hdr(&hdr), -EINVAL);
+	hdr.retries = 0;
+
+	hdr.timeout_ms = UMAD_MAX_TIMEOUT_MS;
+	KUNIT_EXPECT_EQ(test, umad_check_send_hdr(&hdr), 0);
+	hdr.timeout_ms = UMAD_MAX_TIMEOUT_MS + 1;
+	KUNIT_EXPECT_EQ(test, umad_check_send_hdr(&hdr), -EINVAL);
+	hdr.timeout_ms = U32_MAX;
+	KUNIT_EXPECT_EQ(test, umad_check_send_hdr(&hdr), -EINVAL);
 }
 
 /* The first bytes of a MAD of @mgmt_class, RMPP Active or not. */

@@ -12,10 +12,11 @@
  * It adds what ib_selftest (the two-guest data path) does not: atomics,
  * an error completion, SRQ, query/illegal modify, multicast attach/detach
  * through an AMGM chain, resize_cq with completions pending, an inline
- * send.  `make` builds it (`make test-modules`) into build/modules with
- * our modules; vm.OursSmoke (tests/vm/ours_smoke.test.cc) runs it in
- * `make check` and checks every PASS line by name, so a new check here
- * goes into that test's list too.  By hand:
+ * send, a QP1 (MLX) post with a P_Key index beyond the table.  `make`
+ * builds it (`make test-modules`) into build/modules with our modules;
+ * vm.OursSmoke (tests/vm/ours_smoke.test.cc) runs it in `make check` and
+ * checks every PASS line by name, so a new check here goes into that
+ * test's list too.  By hand:
  *
  *   build/tests/lab/iblab run --guest vm0:ours --fabric star:1 \
  *	--modules build/modules -- build/tests/lab/iblab exec vm0 -- \
@@ -410,6 +411,73 @@ static void inline_test(struct smoke *s)
 	ib_destroy_qp(qp);
 }
 
+static void pkey_send_done(struct ib_mad_agent *agent,
+			   struct ib_mad_send_wc *wc)
+{
+}
+
+/*
+ * A kernel post on QP1 with a P_Key index beyond the port's table: the MLX
+ * path (qp_build_mlx) must refuse it with -EINVAL and post nothing, never
+ * send with a P_Key it made up.  QP1 is ib_mad's, so the post goes to the
+ * QP of a send-only agent directly, past ib_mad's own check.  The same
+ * work request with index 0 is accepted, so the refusal is the index's.
+ * That control send is a GetResp to our own LID that nobody waits for;
+ * ib_mad drops its completion (a wr_id it did not post) and the answer.
+ */
+static void pkey_test(struct smoke *s)
+{
+	struct ib_ah_attr aa = { .dlid = LID, .port_num = 1 };
+	struct ib_sge sg = { .addr = s->dma + 6400, .length = 256 };
+	struct ib_send_wr sw = { .wr_id = 0x736d6f6b6500ULL, .sg_list = &sg,
+				 .num_sge = 1, .opcode = IB_WR_SEND,
+				 .send_flags = IB_SEND_SIGNALED };
+	struct ib_mad_hdr *mh = (struct ib_mad_hdr *)((u8 *)s->buf + 6400);
+	struct ib_mad_agent *agent;
+	struct ib_send_wr *bsw = NULL;
+	struct ib_port_attr pa;
+	struct ib_ah *ah;
+	int ret;
+
+	ret = ib_query_port(s->dev, 1, &pa);
+	agent = ib_register_mad_agent(s->dev, 1, IB_QPT_GSI, NULL, 0,
+				      pkey_send_done, NULL, NULL);
+	if (ret || IS_ERR(agent)) {
+		say(s, false, "QP1 post with pkey_index beyond the table -> EINVAL",
+		    ret ? ret : PTR_ERR(agent));
+		return;
+	}
+	/* the QP is on ib_mad's PD: its AH and its MR's lkey, not ours */
+	sg.lkey = agent->mr->lkey;
+	ah = ib_create_ah(agent->qp->pd, &aa);
+	if (IS_ERR(ah)) {
+		say(s, false, "QP1 post with pkey_index beyond the table -> EINVAL",
+		    PTR_ERR(ah));
+		goto out_agent;
+	}
+	memset(mh, 0, 256);
+	mh->base_version = 1;
+	mh->mgmt_class = IB_MGMT_CLASS_PERF_MGMT;
+	mh->class_version = 1;
+	mh->method = IB_MGMT_METHOD_GET_RESP;
+	mh->tid = cpu_to_be64(0x736d6f6b65ULL);
+	sw.wr.ud.ah = ah;
+	sw.wr.ud.remote_qpn = 1;
+	sw.wr.ud.remote_qkey = IB_QP1_QKEY;
+	sw.wr.ud.pkey_index = pa.pkey_tbl_len;
+	ret = ib_post_send(agent->qp, &sw, &bsw);
+	say(s, ret == -EINVAL && bsw == &sw,
+	    "QP1 post with pkey_index beyond the table -> EINVAL", ret);
+	sw.wr.ud.pkey_index = 0;
+	ret = ib_post_send(agent->qp, &sw, &bsw);
+	say(s, !ret, "QP1 post with pkey_index 0 accepted", ret);
+	/* the send completes on ib_mad's CQ; let it go before the AH does */
+	msleep(200);
+	ib_destroy_ah(ah);
+out_agent:
+	ib_unregister_mad_agent(agent);
+}
+
 static void run(struct smoke *s)
 {
 	u8 *b = s->buf;
@@ -625,6 +693,7 @@ static void run(struct smoke *s)
 	ib_destroy_srq(srq);
 	resize_test(s);
 	inline_test(s);
+	pkey_test(s);
 out_qp0:
 	if (!IS_ERR(qp0))
 		ib_destroy_qp(qp0);
