@@ -195,14 +195,15 @@ TEST(Lifecycle, MadLayerObjects)
     EXPECT_EQ(d.eqs_[0].seen.back()[1], ev::kComp);
     EXPECT_EQ(get32(d.eqs_[0].seen.back(), 4) & 0xffffff, cqn);
     EXPECT_FALSE(d.core().cq_completion(cqn));  // disarmed now
-    // Same arm as two 32-bit halves, solicited only.
-    d.write_be32(2, uar1 + kUarCqDoorbell, (1u << 24) | cqn);
+    // Same arm as two 32-bit halves, solicited only, with the sequence
+    // number one on: the driver counted the event.
+    d.write_be32(2, uar1 + kUarCqDoorbell, (2u << 28) | (1u << 24) | cqn);
     d.write_be32(2, uar1 + kUarCqDoorbell + 4, 0);
     EXPECT_EQ(d.core().find_cq(cqn)->arm, CqArm::NextSolicited);
     // The hi half is latched per (UAR page, doorbell): hi halves written
     // meanwhile to another page's CQ doorbell and to this page's send
     // doorbell do not replace it.
-    d.write_be32(2, uar1 + kUarCqDoorbell, (2u << 24) | cqn);
+    d.write_be32(2, uar1 + kUarCqDoorbell, (2u << 28) | (2u << 24) | cqn);
     d.write_be32(2, 2 * uar1 + kUarCqDoorbell, (1u << 24) | cqn);
     d.write_be32(2, uar1 + kUarSendDoorbell, 0xdeadbeef);
     d.write_be32(2, uar1 + kUarCqDoorbell + 4, 0);

@@ -89,7 +89,11 @@ struct Cq {
     uint32_t producer = 0;
     uint32_t consumer = 0;
     CqArm arm = CqArm::Disarmed;
-    uint32_t arm_sn = 0;
+    // The arm sequence number the HCA takes an arm request for: 1 from
+    // SW2HW_CQ on, one more for each completion event written, as the
+    // drivers count it (mthca_cq.c and libmthca start at 1 and add one for
+    // each completion event they receive). Only its low 2 bits travel.
+    uint32_t event_sn = 1;
     bool overflow = false;
 };
 

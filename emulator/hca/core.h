@@ -119,6 +119,13 @@ struct DoorbellStats {
     // RC requester: times a SEND or RDMA WRITE with immediate was held
     // back for want of end-to-end credits (IBA 9.7.7.2).
     uint64_t credit_waits = 0;
+    // NAKs not sent for want of link credits when they could not be queued
+    // behind the QP's owed responses (responder_nak).
+    uint64_t naks_unsent = 0;
+    // CQ arm doorbells whose arm record (the CQ's state_db) was not this
+    // CQ's, so the doorbell's own fields were taken; and arms ignored for
+    // a stale sequence number.
+    uint64_t cq_arm_no_record = 0, cq_stale_arm = 0;
     uint32_t last_hi = 0, last_lo = 0;
 };
 
@@ -284,7 +291,7 @@ private:
     bool lazy_alloc(uint64_t bytes);
     static uint64_t qp_lazy_bytes(const Qp& q);
     uint64_t uarc_record(uint32_t uar, uint32_t index) const;
-    bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v);
+    bool read_db_record(uint32_t uar, uint32_t index, uint32_t* v, uint32_t* v1 = nullptr);
     // MPT checks for a data access.
     enum class Tpt : uint8_t { Ok, BadKey, Bounds, Access };
     static const char* tpt_name(Tpt t);
@@ -340,6 +347,7 @@ private:
     // and resumes from poll() once port_tx_ready() says credits came back.
     bool tx_room(const Route& rt, uint32_t payload);
     bool ud_tx_room(Qp& q, WqeView& w);
+    bool mlx_tx_room(Qp& q, const WqeView& w);
     void mlx_fixup(unsigned port, Packet& p, uint32_t flags);
     // Unicast DLID addressed to this port (LID 0 is never anyone's).
     static bool is_own_lid(const Port& pt, uint16_t dlid)
@@ -359,7 +367,7 @@ private:
     void sq_progress(Qp& q);
     void sq_pump(Qp& q, const WqeView* fresh);
     bool sq_fetch(Qp& q, uint32_t wqe, uint8_t size, WqeView& w);
-    bool parse_segments(WqeView& w, uint8_t service, bool special, unsigned* seg_start);
+    bool parse_segments(WqeView& w, uint8_t service, unsigned* seg_start);
     uint8_t parse_gather(Qp& q, WqeView& w, unsigned seg_start, bool mlx);
     bool gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, unsigned first_sge);
     uint8_t sq_execute(Qp& q, WqeView& w);  // 0 or a CQE syndrome

@@ -3,6 +3,7 @@
 // The EQ and interrupt block (event_unit.h).
 #include "hca/event_unit.h"
 
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -96,7 +97,15 @@ bool EventUnit::write_eqe(uint32_t eqn, uint8_t type, uint8_t subtype, std::span
     std::memcpy(eqe.data() + kEqeEvent, payload24.data(), payload24.size() < 24 ? payload24.size() : 24);
     eqe[kEqeOwner] = 0;  // software owns it now
     uint64_t va = eq.start + uint64_t(eq.producer & (nent - 1)) * eqc::kEntrySize;
-    if (!dma_(eq.lkey, eq.pd, va, eqe)) {
+    // The entry without its owner byte first, then the owner byte alone,
+    // ordered after it: the driver (mthca_eq.c next_eqe_sw) reads the
+    // entry as soon as it sees the byte software-owned, from another CPU
+    // (a vCPU thread) than the one writing here.
+    static_assert(kEqeOwner == eqc::kEntrySize - 1);
+    std::span<uint8_t> body(eqe.data(), kEqeOwner), owner(eqe.data() + kEqeOwner, 1);
+    bool ok = dma_(eq.lkey, eq.pd, va, body);
+    std::atomic_thread_fence(std::memory_order_release);
+    if (!ok || !dma_(eq.lkey, eq.pd, va + kEqeOwner, owner)) {
         IBEMU_GUEST_ERROR(name_, "EQ %u: cannot write EQE at va 0x%llx (lkey 0x%08x): dropped", eqn,
                           (unsigned long long)va, eq.lkey);
         return false;

@@ -25,9 +25,19 @@ struct EventUnitTest : ::testing::Test {
     ConfigSpace cfg;  // power-on image: MSI-X off, INTx enabled
     std::vector<uint8_t> ring = std::vector<uint8_t>(8 * eqc::kEntrySize, 0x80);
     bool dma_ok = true;
+    // Each DMA write: its offset, length, and the owner byte of its entry
+    // as the ring held it just before.
+    struct Write {
+        uint64_t va;
+        size_t len;
+        uint8_t owner_before;
+    };
+    std::vector<Write> writes;
     EventUnit eu{name, irq, cfg, [this](uint32_t, uint32_t, uint64_t va, std::span<uint8_t> eqe) {
                      if (!dma_ok || va + eqe.size() > ring.size())
                          return false;
+                     uint64_t entry = va / eqc::kEntrySize * eqc::kEntrySize;
+                     writes.push_back({va, eqe.size(), ring[entry + eqc::kEntrySize - 1]});
                      std::memcpy(ring.data() + va, eqe.data(), eqe.size());
                      return true;
                  }};
@@ -67,6 +77,28 @@ TEST_F(EventUnitTest, ArmedEqRaisesItsIntxCauseBitUntilCleared)
     ASSERT_TRUE(eu.write_eqe(2, 9, 4, data));
     EXPECT_EQ(eu.intx_cause(), 0u);
     EXPECT_EQ(irq.intx_, (std::vector<bool>{true, false}));
+}
+
+// The owner byte is written last and alone (review 1.3): while the rest
+// of the entry is written the driver still sees it hardware-owned, so it
+// never reads a half-written EQE.
+TEST_F(EventUnitTest, EqeOwnerByteIsWrittenLastAndAlone)
+{
+    add_eq(1, 0);
+    uint8_t data[24];
+    for (unsigned i = 0; i < 24; ++i)
+        data[i] = uint8_t(0xa0 + i);
+    ASSERT_TRUE(eu.write_eqe(1, 0x0f, 2, data));
+    ASSERT_GE(writes.size(), 2u);
+    for (size_t i = 0; i + 1 < writes.size(); ++i) {
+        EXPECT_EQ(writes[i].owner_before, 0x80) << i;     // still HW-owned
+        EXPECT_LT(writes[i].va + writes[i].len, 32u) << i;  // and the owner byte not in it
+    }
+    EXPECT_EQ(writes.back().va, 31u);
+    EXPECT_EQ(writes.back().len, 1u);
+    EXPECT_EQ(ring[31], 0);
+    EXPECT_EQ(ring[1], 0x0f);
+    EXPECT_EQ(std::memcmp(ring.data() + 4, data, 24), 0);  // the rest landed
 }
 
 TEST_F(EventUnitTest, FullEqDropsUntilTheConsumerIndexMoves)

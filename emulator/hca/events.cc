@@ -80,7 +80,10 @@ bool Core::cq_completion(uint32_t cqn, bool solicited)
     q.arm = CqArm::Disarmed;
     std::array<uint8_t, 24> ev{};
     put32(ev, 0, cqn);
-    return events_.write_eqe(q.comp_eqn, ev::kComp, 0, ev);
+    if (!events_.write_eqe(q.comp_eqn, ev::kComp, 0, ev))
+        return false;
+    ++q.event_sn;  // the driver counts the event it will find
+    return true;
 }
 
 void Core::set_port_link(unsigned port, bool up)
@@ -177,6 +180,36 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
         Cq& q = it->second;
         if (!uar_owns(uar, q.uar, "CQ", cqn))
             return;
+        uint32_t sn = (hi >> 28) & 3, ci = lo;
+        if (cmd == kCqDbReqNot || cmd == kCqDbReqNotSol || cmd == kCqDbReqNotMult) {
+            // Arbel: the driver wrote the request to the CQ's arm doorbell
+            // record (the context's state_db) before ringing: word 0 the
+            // consumer index, word 1 cqn << 8 | type 2 << 5 | sn << 3 |
+            // 1 (solicited) or 2 (next). The HCA takes the request from the
+            // record; the doorbell only rings it. A record that is not this
+            // CQ's arm record (unmapped, another CQ, another type) leaves
+            // the doorbell's own fields.
+            uint32_t r0 = 0, r1 = 0;
+            if (read_db_record(q.uar, q.state_db, &r0, &r1) && (r1 >> 8) == cqn && ((r1 >> 5) & 7) == 2 &&
+                (r1 & 7) >= 1 && (r1 & 7) <= 2) {
+                sn = (r1 >> 3) & 3;
+                cmd = (r1 & 7) == 1 ? kCqDbReqNotSol : kCqDbReqNot;
+                ci = r0;
+            } else {
+                ++db_.cq_arm_no_record;
+            }
+        }
+        if (cmd == kCqDbReqNot || cmd == kCqDbReqNotSol || cmd == kCqDbReqNotMult) {
+            if (sn != (q.event_sn & 3)) {
+                // Stale: sent before the driver counted the last event
+                // (another thread's arm racing the event handler). The
+                // arm that event consumed is not renewed by it.
+                ++db_.cq_stale_arm;
+                IBEMU_DEBUG(cfg_.name, "CQ 0x%x arm with sequence number %u, expected %u: stale, ignored", cqn, sn,
+                            q.event_sn & 3);
+                return;
+            }
+        }
         if (cmd == kCqDbReqNot || cmd == kCqDbReqNotMult) {
             q.arm = CqArm::NextCompletion;
         } else if (cmd == kCqDbReqNotSol) {
@@ -186,12 +219,11 @@ void Core::uar_doorbell(uint32_t uar, unsigned offset, uint32_t hi, uint32_t lo)
             IBEMU_DEBUG(cfg_.name, "CQ 0x%x doorbell command %u", cqn, cmd);
             return;
         }
-        q.arm_sn = hi >> 28;
         ++db_.cq_arm;
-        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), ci %u", cqn, cq_arm_name(q.arm), lo);
+        IBEMU_DEBUG(cfg_.name, "CQ 0x%x armed (%s), sn %u, ci %u", cqn, cq_arm_name(q.arm), sn, ci);
         // Armed while CQEs beyond the consumer index it gives are already
         // there: the event is due at once.
-        if (q.arm == CqArm::NextCompletion && q.producer != lo)
+        if (q.arm == CqArm::NextCompletion && q.producer != ci)
             cq_completion(cqn, true);
         return;
     }

@@ -199,6 +199,75 @@ TEST_F(LinkFlow, UdSendsWaitForLinkCredits)
     EXPECT_EQ(ab.dropped(), 0u);
 }
 
+// GMPs (QP1 MADs, MLX sends on a data VL) into a direction a WRITE stream
+// saturates: QP1 waits for link credits like every other sender (it used
+// to send regardless, queued past the credits: over_credit), every MAD
+// arrives, and the WRITEs complete.
+TEST_F(LinkFlow, GmpsWaitForLinkCreditsOnASaturatedDirection)
+{
+    TQp x, y;
+    TCq xcq, ycq;
+    connect(x, xcq, y, ycq);
+    TCq amcq = a.make_cq(64), bmcq = b.make_cq(64);
+    TQp aq1 = a.make_qp(QpService::Mlx, amcq, amcq, 16, 16, 4, a.d.sqp_start + 2);
+    TQp bq1 = b.make_qp(QpService::Mlx, bmcq, bmcq, 16, 16, 4, b.d.sqp_start + 2);
+    QpParams pm;
+    pm.qkey = iba::kQp1Qkey;
+    a.to_rts(aq1, pm);
+    b.to_rts(bq1, pm);
+    const unsigned n = 16, nmad = 12;
+    uint64_t sbuf = a.alloc(kMsg), rbuf = b.alloc(kMsg);
+    uint32_t sk = a.reg(sbuf, kMsg), rk = b.reg(rbuf, kMsg);
+    uint64_t amad = a.alloc(64 * 1024), bmad = b.alloc(64 * 1024);
+    uint32_t amk = a.reg(amad, 64 * 1024), bmk = b.reg(bmad, 64 * 1024);
+    for (unsigned i = 0; i < nmad; ++i)
+        b.post_recv(bq1, {{bmad + uint64_t(i) * 1024, 256 + 40, bmk}});
+    for (unsigned i = 0; i < n; ++i)
+        a.post_send(x, rdma_wr(wqe::kRdmaWrite, {sbuf, kMsg, sk}, rbuf, rk));
+    for (unsigned i = 0; i < nmad; ++i) {
+        uint64_t hdr = amad + 32 * 1024 + uint64_t(i) * 64, mad = amad + uint64_t(i) * 1024;
+        uint8_t* m = a.mem().at(mad);
+        for (unsigned j = 0; j < 256; ++j)
+            m[j] = uint8_t(i * 7 + j);
+        m[0] = 1, m[1] = 0x03, m[2] = 2, m[3] = 1;  // an SA GMP
+        Node::MlxWr wr;
+        wr.dlid = 2;
+        wr.dqpn = 1;
+        wr.qkey = iba::kQp1Qkey;
+        wr.hdr_buf = {hdr, 28, amk};
+        wr.mad = {mad, 256, amk};
+        a.post_mlx(aq1, wr);
+    }
+    unsigned done = 0, got = 0;
+    TCqe c;
+    for (int i = 0; i < 4000 && (done < n || got < nmad); ++i) {
+        step(1000);
+        while (a.poll(xcq, &c)) {
+            EXPECT_FALSE(c.error) << "syndrome 0x" << std::hex << unsigned(c.syndrome);
+            ++done;
+        }
+        while (b.poll(bmcq, &c)) {
+            EXPECT_FALSE(c.error);
+            EXPECT_EQ(c.qpn, bq1.qpn);
+            ++got;
+        }
+    }
+    EXPECT_EQ(done, n);
+    ASSERT_EQ(got, nmad);
+    for (unsigned i = 0; i < nmad; ++i)
+        EXPECT_EQ(std::memcmp(b.mem().at(bmad + uint64_t(i) * 1024 + 40), a.mem().at(amad + uint64_t(i) * 1024), 256),
+                  0)
+            << i;
+    auto sent = a.drain(amcq);
+    EXPECT_EQ(sent.size(), nmad);  // every MAD send completed, none in error
+    for (const TCqe& s : sent)
+        EXPECT_FALSE(s.error);
+    const fabric::LinkCounters& ab = link->counters(0);
+    EXPECT_GT(ab.credit_waits, 0u);
+    EXPECT_EQ(ab.over_credit, 0u);
+    EXPECT_EQ(ab.dropped() + link->counters(1).dropped(), 0u);
+}
+
 // A stream of one kind of RDMA work request kept `depth` deep on one QP.
 struct Stream {
     Node* node;

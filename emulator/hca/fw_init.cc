@@ -179,9 +179,18 @@ Status Core::map_chunks(Cmd& c, bool need_virt, std::vector<IcmChunk>* out)
     if (s != Status::Ok)
         return fail(c, s, "%s", why.c_str());
     for (const IcmChunk& ch : *out) {
-        uint64_t probe;
-        // Every page handed to the firmware must be guest RAM.
-        if (!mem_.read(ch.phys, &probe, 1) || !mem_.read(ch.phys + ch.size - 1, &probe, 1))
+        // Every page handed to the firmware must be guest RAM, not only the
+        // chunk's ends (a chunk may straddle a hole, e.g. the PCI hole
+        // below 4 GiB). One contiguous mapping proves it at once; without
+        // one, each page is probed, the last first, so that a chunk
+        // reaching past RAM fails before any loop.
+        if (mem_.map_range(ch.phys, ch.size))
+            continue;
+        uint8_t probe;
+        bool ok = mem_.read(ch.phys + ch.size - 1, &probe, 1);
+        for (uint64_t off = 0; ok && off < ch.size; off += kIcmPageSize)
+            ok = mem_.read(ch.phys + off, &probe, 1);
+        if (!ok)
             return fail(c, Status::BadParam, "chunk 0x%llx (+0x%llx) is not guest RAM",
                         (unsigned long long)ch.phys, (unsigned long long)ch.size);
     }

@@ -187,6 +187,8 @@ Status Core::cmd_sw2hw_cq(Cmd& c)
         return fail(c, Status::BadParam, "UAR %u", q.uar);
     if (q.comp_eqn >= kMaxEqs)
         return fail(c, Status::BadParam, "completion EQ %u", q.comp_eqn);
+    if (q.error_eqn >= kMaxEqs)
+        return fail(c, Status::BadParam, "error EQ %u", q.error_eqn);
     icm_.write(layout_.cqc_base + uint64_t(idx) * kCqcEntrySize, in.data(), in.size());
     cqs_[idx] = q;
     char buf[80];
@@ -235,6 +237,19 @@ Status Core::cmd_resize_cq(Cmd& c)
     if (log_size > kMaxCqLog)
         return fail(c, Status::BadParam, "CQ log size %u", log_size);
     Cq& q = it->second;
+    // The new buffer's region (mthca_resize_cq: the driver's or the user's
+    // MR of the new CQE buffer): it must be a live region of the CQ's PD
+    // that holds the new size, or the CQEs would go nowhere.
+    uint32_t hw = key_to_index(lkey);
+    auto mi = mpts_.find(hw & ((1u << layout_.log_mpts) - 1));
+    if (mi == mpts_.end() || mi->second.key != hw || !mpt_current(mi->second))
+        return fail(c, Status::BadParam, "CQ 0x%x: new buffer lkey 0x%08x names no region", cqn, lkey);
+    if (mi->second.pd != q.pd)
+        return fail(c, Status::BadParam, "CQ 0x%x: new buffer lkey 0x%08x is of PD %u, the CQ's is %u", cqn, lkey,
+                    mi->second.pd, q.pd);
+    if (mi->second.length < (uint64_t(cqe::kSize) << log_size))
+        return fail(c, Status::BadParam, "CQ 0x%x: new buffer region of %llu bytes holds fewer than %u CQEs", cqn,
+                    (unsigned long long)mi->second.length, 1u << log_size);
     // More outstanding CQEs than the new size can hold.
     if (q.producer - q.consumer > (1u << log_size))
         return fail(c, Status::BadSize, "%u CQEs outstanding, new size %u", q.producer - q.consumer,
@@ -503,13 +518,8 @@ Status Core::cmd_mgid_hash(Cmd& c)
     std::array<uint8_t, 16> gid{};
     if (!read_box(c, c.in_param, gid))
         return Status::InternalErr;
-    // Any fixed function will do, as long as it stays below the hash size
-    // the driver configured: fold the GID into 16 bits (FNV-1a).
-    uint32_t h = 2166136261u;
-    for (uint8_t b : gid)
-        h = (h ^ b) * 16777619u;
-    h = (h ^ (h >> 16)) & 0xffff;
-    c.out_imm = layout_.mc_hash_size ? h % layout_.mc_hash_size : 0;
+    // The same function the multicast lookup uses (mgid_hash_of).
+    c.out_imm = mgid_hash_of(gid);
     c.has_imm = true;
     return Status::Ok;
 }

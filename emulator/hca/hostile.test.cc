@@ -211,5 +211,24 @@ TEST_F(Hostile, SpecificMalformedCommands)
     EXPECT_GT(Log::guest_errors(), 0u);
 }
 
+// Review 2.2.14: every page of a MAP_ICM chunk must be guest RAM, not only
+// its first and last bytes. A 16 KiB chunk whose third page is a hole is
+// refused; the same chunk without the hole is taken.
+TEST_F(Hostile, MapIcmChunkWithAHoleInsideIsRefused)
+{
+    DriverSim d;
+    d.bring_up(true);
+    ASSERT_FALSE(HasFatalFailure());
+    uint64_t chunk = d.mem().alloc(16384, 16384);
+    put64(d.in(), 0, d.lay.cqc_base + (1u << 20));
+    put64(d.in(), 8, chunk | 2);  // 4 KiB << 2
+    d.mem().set_hole(chunk + 8192, 4096);
+    EXPECT_EQ(d.cmd(op::kMapIcm, d.in_box(), 0, 1), Status::BadParam);
+    d.mem().set_mappable(false);  // the page-by-page path also sees it
+    EXPECT_EQ(d.cmd(op::kMapIcm, d.in_box(), 0, 1), Status::BadParam);
+    d.mem().set_hole(0, 0);
+    EXPECT_EQ(d.cmd(op::kMapIcm, d.in_box(), 0, 1), Status::Ok);
+}
+
 }  // namespace
 }  // namespace ibemu::mthca

@@ -71,6 +71,50 @@ TEST_F(LimitsTest, CqAtTheLimitAndOnePast)
     EXPECT_EQ(n.core().find_cq(cq.cqn)->log_size, kLogMaxCqSz);
 }
 
+// Review 2.2.14: SW2HW_CQ checks the error EQ as it checks the completion
+// EQ, and RESIZE_CQ takes only a live region of the CQ's PD large enough
+// for the new size as the new buffer (mthca_resize_cq registers one).
+TEST_F(LimitsTest, CqErrorEqAndResizeRegionAreChecked)
+{
+    TCq cq = n.make_cq(64);
+    uint32_t cqn = cq.cqn + 1;
+    ASSERT_EQ(n.d.table_get(n.d.lay.cqc_base, cqn, n.d.lim.cqc_sz), Status::Ok);
+    // make_cq's context again, for cqn, with error EQ 200 (there are 64).
+    std::memset(n.d.in().data(), 0, 0x40);
+    put32(n.d.in(), 0x00, 1u << 18);
+    put32(n.d.in(), 0x0c, 6u << 24 | n.uar);
+    put32(n.d.in(), 0x10, 200);
+    put32(n.d.in(), 0x14, n.d.eqs_[0].eqn);
+    put32(n.d.in(), 0x18, n.d.driver_pd);
+    put32(n.d.in(), 0x1c, cq.lkey);
+    put32(n.d.in(), 0x30, cqn);
+    EXPECT_EQ(n.d.cmd(op::kSw2HwCq, n.d.in_box(), 0, cqn), Status::BadParam);
+    EXPECT_EQ(n.core().find_cq(cqn), nullptr);
+    put32(n.d.in(), 0x10, 0);
+    EXPECT_EQ(n.d.cmd(op::kSw2HwCq, n.d.in_box(), 0, cqn), Status::Ok);
+
+    // RESIZE_CQ to 256 entries (8 KiB of CQEs).
+    uint64_t big = n.alloc(8192), small = n.alloc(4096);
+    uint32_t other_pd = n.d.driver_pd + 1;
+    uint32_t k_big = n.d.alloc_mr(big, 8192, n.d.driver_pd, nullptr, kAccLocalWrite, 0);
+    uint32_t k_small = n.d.alloc_mr(small, 4096, n.d.driver_pd, nullptr, kAccLocalWrite, 0);
+    uint32_t k_other = n.d.alloc_mr(big, 8192, other_pd, nullptr, kAccLocalWrite, 0);
+    auto resize = [&](uint32_t lkey) {
+        std::memset(n.d.in().data(), 0, 0x40);
+        put8(n.d.in(), 0x0c, 8);
+        put32(n.d.in(), 0x1c, lkey);
+        return n.d.cmd(op::kResizeCq, n.d.in_box(), 0, cq.cqn);
+    };
+    EXPECT_EQ(resize(k_big ^ 0x00ffff00), Status::BadParam);  // no such region
+    EXPECT_EQ(resize(k_other), Status::BadParam);             // another PD
+    EXPECT_EQ(resize(k_small), Status::BadParam);             // holds only 128 CQEs
+    EXPECT_EQ(n.core().find_cq(cq.cqn)->log_size, 6u);
+    EXPECT_EQ(n.core().find_cq(cq.cqn)->lkey, cq.lkey);
+    EXPECT_EQ(resize(k_big), Status::Ok);
+    EXPECT_EQ(n.core().find_cq(cq.cqn)->log_size, 8u);
+    EXPECT_EQ(n.core().find_cq(cq.cqn)->lkey, k_big);
+}
+
 TEST_F(LimitsTest, QpAtTheLimitAndOnePast)
 {
     TCq cq = n.make_cq(64);

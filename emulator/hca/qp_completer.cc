@@ -198,16 +198,17 @@ void Core::rc_response(unsigned port, RxCtx& rx, Qp& q)
     rc_ack_upto(q, (e.first_psn - 1) & iba::kPsnMask, false);
     if (r.out_tail != idx)
         return;
-    WqeView* wp = nullptr;
+    // The WQE again, for where its READ or atomic result goes: the opcode
+    // is the one the entry was started with (sq_fetch clears it).
     WqeView w;
-    w.op = e.op;
     unsigned seg0 = 0;
-    if (!sq_fetch(q, e.wqe, e.size, w) || (w.op = e.op, !parse_segments(w, q.service, false, &seg0)) ||
-        parse_gather(q, w, seg0, false)) {
+    bool fetched = sq_fetch(q, e.wqe, e.size, w);
+    w.op = e.op;
+    if (!fetched || !parse_segments(w, q.service, &seg0) || parse_gather(q, w, seg0, false)) {
         qp_to_error(q, cqe::kLocalQpOp, true, ev::kWqCatas);
         return;
     }
-    wp = &w;
+    WqeView* wp = &w;
     if (o == kAtomicAck) {
         if (e.op == wqe::kRdmaRead || rx.ext_len < iba::kAethLen + iba::kAtomicAckLen)
             return;

@@ -23,6 +23,7 @@
 // payload segments point into guest RAM (GuestMemory::map_range) or, where
 // the memory cannot be mapped, into a bounce buffer owned by the Core.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "common/log.h"
@@ -78,15 +79,17 @@ uint64_t Core::uarc_record(uint32_t uar, uint32_t index) const
     return layout_.uarc_base + uint64_t(uar) * per_uar + uint64_t(index) * 8;
 }
 
-bool Core::read_db_record(uint32_t uar, uint32_t index, uint32_t* v)
+bool Core::read_db_record(uint32_t uar, uint32_t index, uint32_t* v, uint32_t* v1)
 {
     uint64_t per_uar = uint64_t(kIcmPageSize) << layout_.log_uarc_pages;
     if (uint64_t(index) * 8 >= per_uar)
         return false;
-    uint8_t b[4];
-    if (!icm_.read(uarc_record(uar, index), b, 4))
+    uint8_t b[8];
+    if (!icm_.read(uarc_record(uar, index), b, v1 ? 8 : 4))
         return false;
     *v = be32(b);
+    if (v1)
+        *v1 = be32(b + 4);
     return true;
 }
 
@@ -201,10 +204,12 @@ bool Core::cqe_post(uint32_t cqn, std::span<const uint8_t, 32> e, bool solicited
         return false;
     }
     uint64_t va = q->start + uint64_t(q->producer & (nent - 1)) * cqe::kSize;
-    // Everything but the owner byte first, then the owner byte: the driver
-    // reads the entry only once it sees it software-owned.
-    if (!tpt_access(q->lkey, q->pd, va, const_cast<uint8_t*>(e.data()), 31, true) ||
-        !tpt_access(q->lkey, q->pd, va + 31, const_cast<uint8_t*>(e.data() + 31), 1, true)) {
+    // Everything but the owner byte first, then the owner byte, ordered
+    // after it (release): the driver, on another CPU, reads the entry only
+    // once it sees it software-owned.
+    bool ok = tpt_access(q->lkey, q->pd, va, const_cast<uint8_t*>(e.data()), 31, true);
+    std::atomic_thread_fence(std::memory_order_release);
+    if (!ok || !tpt_access(q->lkey, q->pd, va + 31, const_cast<uint8_t*>(e.data() + 31), 1, true)) {
         IBEMU_GUEST_ERROR(cfg_.name, "CQ 0x%x: cannot write CQE at va 0x%llx", cqn, (unsigned long long)va);
         return false;
     }
@@ -717,6 +722,9 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
                 qp_service_name(q.service));
 }
 
+// Any fixed function will do, as long as it stays below the hash size the
+// driver configured: fold the GID into 16 bits (FNV-1a). MGID_HASH answers
+// with it and rx_multicast looks groups up by it.
 uint32_t Core::mgid_hash_of(std::span<const uint8_t, 16> gid) const
 {
     uint32_t h = 2166136261u;

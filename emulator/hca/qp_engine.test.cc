@@ -1581,6 +1581,38 @@ protected:
     Mads ma, mb;
 };
 
+// Only QP0 sends on VL15 (review 2.2.14): an MLX WQE on QP1 with the VL15
+// bit completes in error and nothing leaves the port; the same MAD without
+// it goes out on a data VL.
+TEST_F(MadEngine, OnlyQp0SendsOnVl15)
+{
+    link.capture = true;
+    Mads& m = mads(a);
+    uint64_t hdr = m.buf + 60 * 1024, mad = m.buf + 61 * 1024;
+    std::memset(a.mem().at(mad), 0, 256);
+    Node::MlxWr wr;
+    wr.dlid = 2;
+    wr.dqpn = 1;
+    wr.qkey = iba::kQp1Qkey;
+    wr.hdr_buf = {hdr, 28, m.key};
+    wr.mad = {mad, 256, m.key};
+    wr.force_vl15 = true;
+    a.post_mlx(m.qp1, wr);
+    link.pump();
+    EXPECT_TRUE(link.captured.empty());
+    TCqe c;
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_TRUE(c.error);
+    EXPECT_EQ(c.syndrome, cqe::kLocalQpOp);
+    // QP0 may (a directed-route SMP as OpenSM sends it).
+    send_mad(a, true, 0xffff, 0x20);
+    link.pump();
+    ASSERT_GE(link.captured.size(), 1u);  // (and b's answer)
+    EXPECT_EQ(link.captured[0].hdr[0] >> 4, 15);
+    ASSERT_TRUE(a.poll(acq, &c));
+    EXPECT_FALSE(c.error);
+}
+
 // ib_mthca leaves the SLID field of an MLX header holding only the AV's
 // source path bits (mthca_read_ah: g_slid & 0x7f): the HCA puts the port's
 // LID there. Without that, a GMP leaves with SLID 0 and the answer (sent to
@@ -1802,6 +1834,7 @@ TEST_F(QpEngine, CqArmRaisesCompletionEventsOnce)
     EXPECT_EQ(get32(std::span<const uint8_t>(evs[0].data() + 4, 4), 0), bcq.cqn);
     // Solicited-only: an unsolicited completion does not fire, a solicited one does.
     b.drain(bcq);
+    ++bcq.arm_sn;  // the driver counts the event (mthca_cq_completion)
     b.arm(bcq, true);
     a.post_send(qa, wr);
     link.pump();
@@ -2173,6 +2206,9 @@ protected:
         std::array<uint8_t, 64> pi{};
         EXPECT_EQ(smp(n, mad::kMethodGet, mad::kAttrPortInfo, 0, kIgnoreKeys), Status::Ok);
         std::memcpy(pi.data(), n.d.out().data() + 64, 64);
+        // Ready to be sent back in a Set: PortPhysicalState NOP, as OpenSM
+        // writes it (the LinkUp a Get reads is no state a Set may ask for).
+        ib::portinfo::kPhysState.set(std::span<uint8_t>(pi), 0);
         return pi;
     }
     // What an SM assigns: SM LID, M_Key and its protection and lease.

@@ -94,14 +94,16 @@ void Core::finish_packet(Packet& p, size_t hdr_len)
 // The fields of a driver-built MLX header that the HCA itself supplies.
 // ib_mthca (build_mlx_header, mthca_read_ah) puts only the AV's source path
 // bits in the LRH SLID, and the permissive LID with the SLR bit for a
-// permissive DLID; the VL comes from the MLX segment's VL15 bit, else from
-// the SL (SL-to-VL is not modelled: VL 0).
+// permissive DLID; the VL comes from the MLX segment's VL15 bit (QP0 only:
+// sq_execute refuses it elsewhere), else from the SL through the port's
+// SL-to-VL table, as for every data packet.
 void Core::mlx_fixup(unsigned port, Packet& p, uint32_t flags)
 {
     uint8_t* h = p.hdr.data();
-    p.vl = (flags & wqe::kMlxVl15) ? 15 : 0;
+    bool ok_port = port >= 1 && port <= num_ports_;
+    p.vl = (flags & wqe::kMlxVl15) ? 15 : ok_port ? data_vl(ports_[port - 1], uint8_t((flags >> 8) & 0xf)) : 0;
     h[0] = uint8_t(p.vl << 4 | (h[0] & 0x0f));
-    if (!(flags & wqe::kMlxSlr) && port >= 1 && port <= num_ports_) {
+    if (!(flags & wqe::kMlxSlr) && ok_port) {
         const Port& pt = ports_[port - 1];
         uint16_t path_mask = uint16_t((1u << pt.lmc) - 1);
         wbe16(h + 6, uint16_t((pt.lid & ~path_mask) | (be16(h + 6) & path_mask)));

@@ -66,7 +66,7 @@ bool Core::sq_fetch(Qp& q, uint32_t off, uint8_t size, WqeView& w)
 }
 
 // Parse the segments after the "next" segment for opcode w.op.
-bool Core::parse_segments(WqeView& w, uint8_t service, bool special, unsigned* seg_start)
+bool Core::parse_segments(WqeView& w, uint8_t service, unsigned* seg_start)
 {
     unsigned o = wqe::kNextSegLen;
     unsigned end = unsigned(w.size) * 16;
@@ -101,7 +101,6 @@ bool Core::parse_segments(WqeView& w, uint8_t service, bool special, unsigned* s
     default:
         break;
     }
-    (void)special;
     *seg_start = o;
     return true;
 }
@@ -144,11 +143,6 @@ void Core::send_doorbell(Qp& q, uint32_t hi, uint32_t lo)
 
 namespace {
 
-bool is_read_or_atomic_wqe(uint8_t op)
-{
-    return op == wqe::kRdmaRead || op == wqe::kAtomicCs || op == wqe::kAtomicFa;
-}
-
 // A message that takes a receive WQE at the responder, the messages
 // end-to-end credits count (IBA 9.7.7.2).
 bool consumes_rwqe(uint8_t op)
@@ -177,7 +171,7 @@ unsigned rd_atomic_in_flight(const QpRun& r)
 {
     unsigned n = 0;
     for (uint32_t i = r.out_tail; i != r.out_head; ++i)
-        n += is_read_or_atomic_wqe(r.out[i % kMaxOutstanding].op);
+        n += is_read_or_atomic(r.out[i % kMaxOutstanding].op);
     return n;
 }
 
@@ -185,7 +179,7 @@ unsigned rd_atomic_in_flight(const QpRun& r)
 // one per MTU of the message (the PSNs it takes).
 uint32_t tx_packets(const SendEntry& e)
 {
-    if (is_read_or_atomic_wqe(e.op))
+    if (is_read_or_atomic(e.op))
         return 1;
     return ((e.last_psn - e.first_psn) & iba::kPsnMask) + 1;
 }
@@ -215,7 +209,7 @@ void Core::sq_progress(Qp& q)
             bool rc = q.service == uint8_t(QpService::Rc);
             if (r.out_head - r.out_tail >= kMaxOutstanding)
                 break;
-            if (rc && is_read_or_atomic_wqe(r.sq_next_op) && rd_atomic_in_flight(r) >= (1u << q.a.sra_max))
+            if (rc && is_read_or_atomic(r.sq_next_op) && rd_atomic_in_flight(r) >= (1u << q.a.sra_max))
                 break;  // the initiator depth (max_rd_atomic): resumed by the responses
             if (rc && consumes_rwqe(r.sq_next_op)) {
                 if (!credits_allow(r)) {
@@ -240,7 +234,8 @@ void Core::sq_progress(Qp& q)
                 break;
             }
             w.op = r.sq_next_op;
-            if (q.service == uint8_t(QpService::Ud) && !ud_tx_room(q, w)) {
+            if ((q.service == uint8_t(QpService::Ud) && !ud_tx_room(q, w)) ||
+                (q.service == uint8_t(QpService::Mlx) && !mlx_tx_room(q, w))) {
                 // No link credits for the datagram (IBA 7.9): the WQE
                 // stays next, poll() goes on after tx_ready. (UD sends
                 // used to go regardless, queued past a full VL's credits:
@@ -313,7 +308,7 @@ void Core::sq_pump(Qp& q, const WqeView* fresh)
                     return;
                 }
                 w.op = e.op;
-                if (!parse_segments(w, q.service, false, &o) || parse_gather(q, w, o, false) != 0) {
+                if (!parse_segments(w, q.service, &o) || parse_gather(q, w, o, false) != 0) {
                     qp_to_error(q, cqe::kLocalProt, true, 0);
                     return;
                 }
@@ -412,7 +407,7 @@ bool Core::gather_range(const WqeView& w, uint64_t off, uint32_t n, Gather& g, u
 bool Core::ud_tx_room(Qp& q, WqeView& w)
 {
     unsigned o = 0;
-    if (!parse_segments(w, q.service, false, &o) || !w.av)
+    if (!parse_segments(w, q.service, &o) || !w.av)
         return true;
     const uint8_t* av = w.av;
     Route rt;
@@ -423,6 +418,22 @@ bool Core::ud_tx_room(Qp& q, WqeView& w)
     rt.sl = uint8_t(be32(av + 12) >> 28);
     rt.grh = av[5] & 0x80;
     return tx_room(rt, q.a.mtu);
+}
+
+// Link credits for the MLX send WQE w (a QP1 GMP, or a QP0 SMP on a data
+// VL): the MLX segment names the DLID (rlid, the high half of the word the
+// other services use for immediate data) and the SL. A MAD is at most 256
+// bytes after a GRH, BTH and DETH. VL15 takes no credits.
+bool Core::mlx_tx_room(Qp& q, const WqeView& w)
+{
+    if (w.flags & wqe::kMlxVl15)
+        return true;
+    Route rt;
+    rt.port = q.port ? q.port : 1;
+    rt.dlid = uint16_t(w.imm >> 16);
+    rt.sl = uint8_t((w.flags >> 8) & 0xf);
+    rt.grh = true;
+    return tx_room(rt, iba::kDethLen + 256);
 }
 
 uint8_t Core::sq_execute(Qp& q, WqeView& w)
@@ -449,7 +460,7 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
         return cqe::kLocalQpOp;
     }
     unsigned o = 0;
-    if (!parse_segments(w, svc, q.special != SpecialQp::None, &o))
+    if (!parse_segments(w, svc, &o))
         return cqe::kLocalLength;
     if (uint8_t s = parse_gather(q, w, o, mlx))
         return s;
@@ -459,6 +470,12 @@ uint8_t Core::sq_execute(Qp& q, WqeView& w)
     uint16_t pkey = pt.pkeys[q.a.pkey_index % kPkeyTableLen];
 
     if (mlx) {
+        if ((w.flags & wqe::kMlxVl15) && q.special != SpecialQp::Smi) {
+            // VL15 is for subnet management packets, which QP0
+            // alone sends: a GMP or a hostile WQE on QP1 may not use it.
+            IBEMU_GUEST_ERROR(cfg_.name, "QP 0x%x: MLX send on VL15 from a QP other than QP0", q.qpn);
+            return cqe::kLocalQpOp;
+        }
         // The driver built LRH..DETH itself in the first gather entry.
         if (!w.nsge || w.sge[0].len < iba::kLrhLen + iba::kBthLen || w.sge[0].len > Packet::kMaxHdr)
             return cqe::kLocalLength;

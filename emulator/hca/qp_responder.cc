@@ -315,7 +315,18 @@ void Core::rx_ud(unsigned port, RxCtx& rx, Qp& q)
 
 void Core::responder_nak(Qp& q, unsigned port, uint8_t code, uint32_t psn, uint32_t msn)
 {
-    send_ack(port, q, uint8_t(iba::kAethNak | code), psn, msn);
+    // A NAK asks for link credits like every packet on a data VL (IBA
+    // 7.9). The queued ones were let through by resp_progress; the one sent
+    // directly when the response queue is full, or when a READ response
+    // fails half way, is not sent without credits: it is counted and lost
+    // as if on the wire, and the requester times out and retries (it used
+    // to be sent regardless, queued past the credits: over_credit).
+    Route rt = route_of(q);
+    rt.port = uint8_t(port);
+    if (tx_room(rt, 0))
+        send_ack(port, q, uint8_t(iba::kAethNak | code), psn, msn);
+    else
+        ++db_.naks_unsent;
     // Class C responder errors (IBA 9.9.3.1.3): the QP goes to ERR with an
     // affiliated asynchronous error.
     if (code == iba::kNakRemoteAccess)

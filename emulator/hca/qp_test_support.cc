@@ -358,7 +358,7 @@ uint32_t Node::post_mlx(TQp& q, const MlxWr& wr)
     uint32_t off = q.sq_off + (idx << q.sq_shift);
     uint8_t* w = mem().at(q.buf + off);
     std::memset(w + 4, 0, (1u << q.sq_shift) - 4);  // keep nda_op (pre-linked)
-    be32w(w + 8, (qp0 ? wqe::kMlxVl15 : 0) | (permissive ? wqe::kMlxSlr : 0) | uint32_t(wr.sl) << 8 |
+    be32w(w + 8, (qp0 || wr.force_vl15 ? wqe::kMlxVl15 : 0) | (permissive ? wqe::kMlxSlr : 0) | uint32_t(wr.sl) << 8 |
                      wqe::kFlagCqUpdate);
     put16(std::span<uint8_t>(w + 12, 2), 0, wr.dlid);
     be32w(w + 16, 28), be32w(w + 20, wr.hdr_buf.lkey), be64w(w + 24, wr.hdr_buf.addr);
@@ -420,10 +420,14 @@ std::vector<TCqe> Node::drain(TCq& cq)
 
 void Node::arm(TCq& cq, bool solicited)
 {
+    // mthca_arbel_arm_cq / libmthca: the arm record first (consumer
+    // index; cqn, type 2 = CQ arm, sequence number, 1 solicited or 2
+    // next), then the doorbell with the same request.
     uint32_t cmd = solicited ? 1 : 2;
-    uint32_t hi = (cq.arm_sn & 3) << 28 | cmd << 24 | cq.cqn;
-    be32w(db_rec(cq.arm_db), (cq.arm_sn & 3) << 28 | cmd << 24 | (cq.cons & 0xffffff));
-    be32w(db_rec(cq.arm_db) + 4, cq.cqn);
+    uint32_t sn = cq.arm_sn & 3;
+    uint32_t hi = sn << 28 | cmd << 24 | cq.cqn;
+    be32w(db_rec(cq.arm_db), cq.cons);
+    be32w(db_rec(cq.arm_db) + 4, cq.cqn << 8 | 2u << 5 | sn << 3 | cmd);
     d.write_be64(2, uint64_t(uar) * 4096 + kUarCqDoorbell, uint64_t(hi) << 32 | cq.cons);
 }
 

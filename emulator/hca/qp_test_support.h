@@ -272,6 +272,7 @@ public:
         uint16_t pkey = 0xffff;
         TSge hdr_buf{};
         TSge mad{};
+        bool force_vl15 = false;  // set the VL15 bit whatever the QP (a hostile WQE)
     };
     uint32_t post_mlx(TQp& q, const MlxWr& wr);
     // Write the WQE chain of n sends prepared with post_send(ring=false) and

@@ -19,9 +19,8 @@ namespace nodeinfo = ib::nodeinfo;
 namespace portinfo = ib::portinfo;
 namespace portcounters = ib::portcounters;
 
-void fill_port_info(const Port& p, unsigned num_ports_unused, std::span<uint8_t> d)
+void fill_port_info(const Port& p, std::span<uint8_t> d)
 {
-    (void)num_ports_unused;
     using namespace portinfo;
     const FieldValue table[] = {
         {kMkey, p.mkey.key()},
@@ -143,7 +142,7 @@ uint16_t Sma::smp_get(const NodeIdentity& node, std::span<Port> ports, Port& p, 
                 return mad::kStatusInvalidField;
             target = &ports[mod - 1];
         }
-        fill_port_info(*target, ports.size(), d);
+        fill_port_info(*target, d);
         return 0;
     }
     case mad::kAttrPkeyTable: {
@@ -195,6 +194,34 @@ uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, 
             target = &ports[mod - 1];
         }
         Port& t = *target;
+        // Validate first: a Set refused with InvalidField changes nothing
+        // (IBA 14.2.5.6; as the switch SMA does). PortState may ask for
+        // NOP, DOWN, ARMED (from INIT or ARMED) or ACTIVE (from ARMED or
+        // ACTIVE): the SM walks INIT -> ARMED -> ACTIVE, never INIT ->
+        // ACTIVE, and a DOWN port (no trained link) takes neither. INIT
+        // itself cannot be asked for; 5..15 are reserved.
+        // PortPhysicalState may ask for NOP, POLLING or DISABLED (OpenSM
+        // writes NOP); the HCA does not act on DISABLED (hca/README.md).
+        auto ns = PortState(kPortState.get(in));
+        bool trained = t.phys == PhysState::LinkUp;
+        switch (ns) {
+        case PortState::NoChange:
+        case PortState::Down:
+            break;
+        case PortState::Armed:
+            if (t.state != PortState::Init && t.state != PortState::Armed)
+                return mad::kStatusInvalidField;
+            break;
+        case PortState::Active:
+            if (t.state != PortState::Armed && t.state != PortState::Active)
+                return mad::kStatusInvalidField;
+            break;
+        default:
+            return mad::kStatusInvalidField;
+        }
+        uint8_t phys = uint8_t(kPhysState.get(in));
+        if (phys != 0 && phys != uint8_t(PhysState::Polling) && phys != uint8_t(PhysState::Disabled))
+            return mad::kStatusInvalidField;
         t.mkey.assign(kMkey.get(in), uint8_t(kMkeyProtect.get(in)), uint16_t(kMkeyLease.get(in)));
         t.mkey.set_violations(uint16_t(kMkeyViolations.get(in)));
         t.gid_prefix = kGidPrefix.get(in);
@@ -211,13 +238,10 @@ uint16_t Sma::smp_set(const NodeIdentity& node, std::span<Port> ports, Port& p, 
             t.vl_high_limit = uint8_t(kVlHighLimit.get(in));
             ++t.arb_gen;
         }
-        // Logical state moves only with a trained link (IBA 14.2.5.6).
-        auto ns = PortState(kPortState.get(in));
-        if (ns == PortState::Down) {
+        if (ns == PortState::Down)
             t.state = PortState::Down;
-        } else if (ns != PortState::NoChange && t.phys == PhysState::LinkUp) {
+        else if (ns != PortState::NoChange && trained)
             t.state = ns;
-        }
         return smp_get(node, ports, p, attr, mod, d);
     }
     case mad::kAttrPkeyTable: {

@@ -220,9 +220,69 @@ TEST_F(MadIfc, SetPortInfoFromSm)
     put16(d.in(), 64 + 18, 1);
     d.in()[64 + 32] = (d.in()[64 + 32] & 0xf0) | 4;  // ACTIVE
     ASSERT_EQ(d.cmd(op::kMadIfc, d.in_box(), d.out_box(), 1, 0x3), Status::Ok);
+    // A DOWN port (no link) cannot go ACTIVE: refused, and nothing of the
+    // Set is taken.
+    EXPECT_EQ(mad_status(), mad::kStatusInvalidField);
+    EXPECT_NE(d.core().ports()[0].lid, 5);
+    EXPECT_EQ(d.core().ports()[0].state, PortState::Down);
+    // The same Set without a state change is taken.
+    std::memcpy(d.in().data(), cur.data(), 256);
+    d.in()[3] = mad::kMethodSet;
+    put16(d.in(), 64 + 16, 5);
+    put16(d.in(), 64 + 18, 1);
+    d.in()[64 + 32] &= 0xf0;  // NOP
+    ASSERT_EQ(d.cmd(op::kMadIfc, d.in_box(), d.out_box(), 1, 0x3), Status::Ok);
+    EXPECT_EQ(mad_status(), 0);
     EXPECT_EQ(get16(data(), 16), 5);
     EXPECT_EQ(get16(data(), 18), 1);
     EXPECT_EQ(data()[32] & 0xf, 1);  // still DOWN: no link
+}
+
+// Review 3.2: Set(PortInfo) follows the port state machine (IBA 14.2.5.6),
+// as the switch SMA does and OpenSM drives it: from INIT only ARMED, from
+// ARMED ACTIVE; INIT -> ACTIVE, ACTIVE -> ARMED, a request for INIT and a
+// reserved state or PortPhysicalState are refused with InvalidField and
+// change nothing.
+TEST_F(MadIfc, SetPortInfoWalksInitArmedActiveOnly)
+{
+    std::memset(d.in().data(), 0, 0x38);
+    put32(d.in(), 0, (4u << 12) | (3u << 8) | (4u << 4));
+    ASSERT_EQ(d.cmd(op::kInitIb, d.in_box(), 0, 1), Status::Ok);
+    d.core().set_port_link(1, true);
+    ASSERT_EQ(d.core().ports()[0].state, PortState::Init);
+    // OpenSM's Set: the current PortInfo, PortPhysicalState NOP and
+    // LinkDownDefault POLLING (osm_link_mgr), the new state and LID 9.
+    auto set = [&](unsigned state, unsigned phys = 0) {
+        query(mad::kAttrPortInfo, 1);
+        std::array<uint8_t, 256> cur;
+        std::memcpy(cur.data(), d.out().data(), 256);
+        std::memcpy(d.in().data(), cur.data(), 256);
+        d.in()[3] = mad::kMethodSet;
+        put16(d.in(), 64 + 16, 9);
+        d.in()[64 + 32] = uint8_t((d.in()[64 + 32] & 0xf0) | state);
+        d.in()[64 + 33] = uint8_t(phys << 4 | 2);
+        EXPECT_EQ(d.cmd(op::kMadIfc, d.in_box(), d.out_box(), 1, 0x3), Status::Ok);
+        return mad_status();
+    };
+    auto state = [&] { return d.core().ports()[0].state; };
+    EXPECT_EQ(set(4), mad::kStatusInvalidField);  // INIT -> ACTIVE
+    EXPECT_EQ(state(), PortState::Init);
+    EXPECT_NE(d.core().ports()[0].lid, 9);         // nothing taken
+    EXPECT_EQ(set(2), mad::kStatusInvalidField);  // INIT cannot be asked for
+    EXPECT_EQ(set(6), mad::kStatusInvalidField);  // reserved
+    EXPECT_EQ(set(3, 5), mad::kStatusInvalidField);  // PortPhysicalState LinkUp cannot be asked for
+    EXPECT_EQ(state(), PortState::Init);
+    EXPECT_EQ(set(3), 0);  // ARMED
+    EXPECT_EQ(state(), PortState::Armed);
+    EXPECT_EQ(d.core().ports()[0].lid, 9);
+    EXPECT_EQ(set(3), 0);  // ARMED again: fine
+    EXPECT_EQ(set(4), 0);  // ACTIVE
+    EXPECT_EQ(state(), PortState::Active);
+    EXPECT_EQ(set(4), 0);
+    EXPECT_EQ(set(3), mad::kStatusInvalidField);  // ACTIVE -> ARMED
+    EXPECT_EQ(state(), PortState::Active);
+    EXPECT_EQ(set(0), 0);  // NOP
+    EXPECT_EQ(state(), PortState::Active);
 }
 
 }  // namespace

@@ -70,8 +70,13 @@ public:
     void set_mappable(bool on) { mappable_ = on; }
     bool contains(uint64_t gpa, size_t len) const
     {
+        if (hole_len_ && gpa < hole_ + hole_len_ && hole_ < gpa + len)
+            return false;
         return gpa >= base_ && gpa - base_ <= ram_.size() && len <= ram_.size() - (gpa - base_);
     }
+    // A range that is not RAM (as the PCI hole below 4 GiB is not): no
+    // read, write or mapping touching it succeeds. len 0 removes it.
+    void set_hole(uint64_t gpa, uint64_t len) { hole_ = gpa, hole_len_ = len; }
     uint8_t* at(uint64_t gpa)
     {
         if (recycled_ && gpa - base_ >= high_ && contains(gpa, 1))
@@ -107,6 +112,7 @@ private:
     uint64_t next_ = 0;
     uint64_t high_ = 0;             // highest next_ so far
     bool mappable_ = true;
+    uint64_t hole_ = 0, hole_len_ = 0;
     bool recycled_ = false;         // created while recycling was on
     std::vector<uint64_t> dirty_;   // one bit per 4 KiB page, with recycled_
 };

@@ -136,5 +136,78 @@ TEST_F(UserDoorbells, CqConsumerIndexComesFromTheContextRecord)
     EXPECT_TRUE(b.core().find_cq(ucq.cqn)->overflow);
 }
 
+// The CQ arm doorbell record (mthca_arbel_arm_cq, libmthca's arm_cq): the
+// driver writes the request to the CQ's arm record (the context's
+// state_db: consumer index; cqn, type 2, sequence number, 1 solicited or
+// 2 next), then rings the doorbell. The HCA takes the request from the
+// record, and ignores one whose sequence number is stale: the drivers
+// count each completion event (arm_sn, from 1), and an arm sent before
+// the driver counted the last event would renew an arm that event used.
+TEST_F(UserDoorbells, CqArmComesFromTheArmRecordAndAStaleSequenceIsIgnored)
+{
+    become_user_context();
+    b.next_db = last_page * 512 + 200;
+    TCq ucq = b.make_cq(64);
+    qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
+    qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+    QpParams pa, pb;
+    pa.dlid = 2, pa.remote_qpn = qb.qpn;
+    pb.dlid = 1, pb.remote_qpn = qa.qpn;
+    a.to_rts(qa, pa);
+    b.to_rts(qb, pb);
+    uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
+    uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
+    auto comp_events = [&] {
+        b.d.interrupt();
+        unsigned n = 0;
+        for (const auto& e : b.d.eqs_[0].seen)
+            n += e[1] == ev::kComp && (get32(std::span<const uint8_t>(e.data() + 4, 4), 0) & 0xffffff) == ucq.cqn;
+        b.d.eqs_[0].seen.clear();
+        return n;
+    };
+    auto send = [&](bool solicited) {
+        Node::SendWr wr;
+        wr.sges = {{sbuf, 8, sk}};
+        wr.solicited = solicited;
+        b.post_recv(qb, {{rbuf, 64, rk}});
+        a.post_send(qa, wr);
+        link.pump();
+        b.drain(ucq);
+        a.drain(acq);
+    };
+    comp_events();
+    // Sequence number 1 on a new CQ: armed, the completion raises one event.
+    b.arm(ucq, false);
+    send(false);
+    EXPECT_EQ(comp_events(), 1u);
+    // Armed again with the same number, as if the driver had not yet
+    // counted that event: stale, no event follows.
+    uint64_t stale = b.core().doorbells().cq_stale_arm;
+    b.arm(ucq, false);
+    EXPECT_EQ(b.core().doorbells().cq_stale_arm, stale + 1);
+    send(false);
+    EXPECT_EQ(comp_events(), 0u);
+    // Counted (libmthca's cq_event): the next arm is taken.
+    ++ucq.arm_sn;
+    b.arm(ucq, false);
+    send(false);
+    EXPECT_EQ(comp_events(), 1u);
+    ++ucq.arm_sn;
+    // The request is the record's: it says solicited-only while the
+    // doorbell rung after it says next completion. An unsolicited
+    // completion raises nothing, a solicited one the event.
+    uint32_t sn = ucq.arm_sn & 3;
+    std::span<uint8_t> rec(b.db_rec(ucq.arm_db), 8);
+    put32(rec, 0, ucq.cons);
+    put32(rec, 4, ucq.cqn << 8 | 2u << 5 | sn << 3 | 1);
+    b.d.write_be64(2, uint64_t(b.uar) * 4096 + kUarCqDoorbell, uint64_t(sn << 28 | 2u << 24 | ucq.cqn) << 32 | ucq.cons);
+    EXPECT_EQ(b.core().find_cq(ucq.cqn)->arm, CqArm::NextSolicited);
+    send(false);
+    EXPECT_EQ(comp_events(), 0u);
+    send(true);
+    EXPECT_EQ(comp_events(), 1u);
+    EXPECT_EQ(b.core().doorbells().cq_arm_no_record, 0u);
+}
+
 }  // namespace
 }  // namespace ibemu::mthca::test
