@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // ibemu --socket PATH [--node NAME=GUID ...] [--fabric TOPOLOGY] [--control PATH]
-//       [--stub-cas] [--umad NODE=PATH]
+//       [--stub-cas] [--umad NODE=PATH] [--hca-ports 1|2]
 //       [--log FILE] [--log-level info|debug]
 //
 // Serves ibemu-hca shims on a unix socket, their HCA ports cabled into the
@@ -33,7 +33,7 @@ int usage(const char* why)
         fprintf(stderr, "ibemu: %s\n", why);
     fprintf(stderr,
             "usage: ibemu --socket PATH [--node NAME=GUID ...] [--fabric TOPOLOGY] [--control PATH]\n"
-            "             [--stub-cas] [--umad NODE=PATH] [--log FILE] [--log-level info|debug]\n"
+            "             [--stub-cas] [--umad NODE=PATH] [--hca-ports 1|2] [--log FILE] [--log-level info|debug]\n"
             "  --socket PATH      unix socket the QEMU ibemu-hca devices connect to\n"
             "  --node NAME=GUID   node GUID (16 hex digits) for the device with node=NAME;\n"
             "                     others get one derived from their name (Mellanox OUI)\n"
@@ -44,6 +44,7 @@ int usage(const char* why)
             "  --stub-cas         serve the topology's HCAs that no guest holds with stub CAs\n"
             "  --umad NODE=PATH   host MAD endpoint on CA NODE at socket PATH, for host tools\n"
             "                     with libibemu_umad.so (Documentation/scale.md); implies --stub-cas\n"
+            "  --hca-ports N      ports of each guest's HCA, 1 or 2 (default 2, as the MT25208)\n"
             "  --log FILE         append log lines to FILE instead of stderr\n"
             "  --log-level LEVEL  info (default) or debug\n");
     return 2;
@@ -100,6 +101,14 @@ int main(int argc, char** argv)
             opts.umad_node.assign(v, size_t(eq - v));
             opts.umad_path = eq + 1;
             opts.stub_cas = true;
+        } else if (a == "--hca-ports") {
+            const char* v = value("--hca-ports");
+            if (!v)
+                return usage(nullptr);
+            if (!strcmp(v, "1") || !strcmp(v, "2"))
+                opts.hca_ports = unsigned(*v - '0');
+            else
+                return usage("--hca-ports is 1 or 2");
         } else if (a == "--log") {
             log_path = value("--log");
             if (!log_path)

@@ -466,6 +466,7 @@ private:
         MthcaConfig cfg;
         cfg.name = node;
         cfg.node_guid = guid;
+        cfg.num_ports = srv_.opts_.hca_ports;
         cfg.clock = srv_.clock_.get();  // the time poll_model() is given
         fn_ = srv_.opts_.device_factory ? srv_.opts_.device_factory(cfg, *mem_, *this)
                                         : make_mthca(cfg, *mem_, *this);

@@ -68,6 +68,10 @@ struct ServerOptions {
     // this socket. Implies stub_cas. Empty: none.
     std::string umad_path;
     std::string umad_node;
+    // Ports of each guest's HCA: 2, as on the real MT25208 (MHGA28 cards),
+    // or 1. A port the topology does not cable stays without a link
+    // (PortInfo PhysState Polling, State Down), as an unplugged port does.
+    unsigned hca_ports = 2;
 };
 
 class Connection;

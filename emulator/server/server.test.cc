@@ -345,6 +345,8 @@ protected:
             o.control_path = ctl_path();
         o.node_guids["fixed"] = 0x0002c90300000042ull;
         o.device_factory = std::move(factory);
+        if (hca_ports_)
+            o.hca_ports = hca_ports_;
         server_ = std::make_unique<Server>(o);
         std::string err;
         ASSERT_TRUE(server_->listen(&err)) << err;
@@ -422,10 +424,30 @@ protected:
         return got;
     }
 
+    // The state word of the link named `name` in `show links`, "" if none.
+    std::string state_of(const std::string& name)
+    {
+        std::string r = control("show links");
+        for (size_t at = r.find('\n'); at != std::string::npos; at = r.find('\n', at + 1))
+            if (r.compare(at + 1, name.size() + 1, name + " ") == 0) {
+                size_t a = at + 1 + name.size() + 1;
+                return r.substr(a, r.find(' ', a) - a);
+            }
+        return "";
+    }
+    std::string wait_for(const std::string& name, const std::string& want)
+    {
+        std::string got;
+        for (int i = 0; i < 200 && (got = state_of(name)) != want; ++i)
+            usleep(10000);
+        return got;
+    }
+
     std::string dir_, path_;
     std::unique_ptr<Server> server_;
     std::thread thread_;
     int rc_ = -1;
+    unsigned hca_ports_ = 0;  // 0: the server's default
 };
 
 TEST_F(ServerTest, WelcomeCarriesTheRealHcaIdentity)
@@ -737,6 +759,67 @@ TEST_F(ServerTest, FabricCablesHcaPortsAndObeysTheControlSocket)
         EXPECT_EQ(control("").rfind("error", 0), 0u);
     }
     EXPECT_EQ(wait_for_link("waiting"), "waiting") << "vm1 left: its end is detached";
+}
+
+// Two HCAs cabled back to back on both ports, as an ibnetdiscover file
+// names them: vm0:1-vm1:1 and vm0:2-vm1:2.
+const char kTwoCables[] = R"(Ca	2 "H-0002c90300000100"		# "vm0 HCA"
+[1](2c90300000101) 	"H-0002c90300000200"[1](2c90300000201) 		# "vm1 HCA" lid 0 4xSDR
+[2](2c90300000102) 	"H-0002c90300000200"[2](2c90300000202) 		# "vm1 HCA" lid 0 4xSDR
+
+Ca	2 "H-0002c90300000200"		# "vm1 HCA"
+[1](2c90300000201) 	"H-0002c90300000100"[1](2c90300000101) 		# "vm0 HCA" lid 0 4xSDR
+[2](2c90300000202) 	"H-0002c90300000100"[2](2c90300000102) 		# "vm0 HCA" lid 0 4xSDR
+)";
+
+// Every guest's HCA has two ports, as the MT25208 has, and the server
+// cables port 2 where the topology does; `--hca-ports 1` keeps the old
+// one-port HCA, whose port-2 cable then never gets an end.
+TEST_F(ServerTest, GuestHcasHaveTwoPortsAndTheTopologyCablesPortTwo)
+{
+    std::string topo = dir_ + "/two.topo";
+    {
+        FILE* f = fopen(topo.c_str(), "we");
+        ASSERT_TRUE(f);
+        fputs(kTwoCables, f);
+        fclose(f);
+    }
+    std::vector<unsigned> seen;  // cfg.num_ports of each model made
+    auto counting = [&seen](const MthcaConfig& cfg, GuestMemory& mem, InterruptSink& irq) {
+        seen.push_back(cfg.num_ports);
+        return make_mthca(cfg, mem, irq);
+    };
+    start(counting, topo);
+    unlink(topo.c_str());
+    ASSERT_EQ(state_of("vm0:2-vm1:2"), "waiting") << control("show links");
+    FakeShim a(path_), b(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(wait_for("vm0:1-vm1:1", "no-carrier"), "no-carrier");
+    EXPECT_EQ(wait_for("vm0:2-vm1:2", "no-carrier"), "no-carrier") << "both ends of the port-2 cable attached";
+    EXPECT_EQ(seen, (std::vector<unsigned>{2, 2}));
+    EXPECT_EQ(control("link vm0:2 down").rfind("ok", 0), 0u);
+    EXPECT_EQ(wait_for("vm0:2-vm1:2", "down"), "down");
+    EXPECT_EQ(state_of("vm0:1-vm1:1"), "no-carrier") << "port 1's cable is another link";
+}
+
+TEST_F(ServerTest, OnePortHcasLeaveThePortTwoCableUnplugged)
+{
+    std::string topo = dir_ + "/two.topo";
+    {
+        FILE* f = fopen(topo.c_str(), "we");
+        ASSERT_TRUE(f);
+        fputs(kTwoCables, f);
+        fclose(f);
+    }
+    hca_ports_ = 1;
+    start(nullptr, topo);
+    unlink(topo.c_str());
+    FakeShim a(path_), b(path_);
+    ASSERT_EQ(a.connect_as("vm0").status, IBEMU_WELCOME_OK);
+    ASSERT_EQ(b.connect_as("vm1").status, IBEMU_WELCOME_OK);
+    EXPECT_EQ(wait_for("vm0:1-vm1:1", "no-carrier"), "no-carrier");
+    EXPECT_EQ(state_of("vm0:2-vm1:2"), "waiting");
 }
 
 // `catas <node>` fails that guest's HCA: its error buffer (BAR0 0x40800,
