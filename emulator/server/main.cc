@@ -44,7 +44,7 @@ int usage(const char* why)
             "  --stub-cas         serve the topology's HCAs that no guest holds with stub CAs\n"
             "  --umad NODE=PATH   host MAD endpoint on CA NODE at socket PATH, for host tools\n"
             "                     with libibemu_umad.so (Documentation/scale.md); implies --stub-cas\n"
-            "  --hca-ports N      ports of each guest's HCA, 1 or 2 (default 2, as the MT25208)\n"
+            "  --hca-ports N      ports of each guest's HCA, 1 or 2 (default 1; the MT25208 has 2)\n"
             "  --log FILE         append log lines to FILE instead of stderr\n"
             "  --log-level LEVEL  info (default) or debug\n");
     return 2;

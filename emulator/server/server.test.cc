@@ -789,6 +789,7 @@ TEST_F(ServerTest, GuestHcasHaveTwoPortsAndTheTopologyCablesPortTwo)
         seen.push_back(cfg.num_ports);
         return make_mthca(cfg, mem, irq);
     };
+    hca_ports_ = 2;
     start(counting, topo);
     unlink(topo.c_str());
     ASSERT_EQ(state_of("vm0:2-vm1:2"), "waiting") << control("show links");
