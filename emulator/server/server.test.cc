@@ -772,7 +772,7 @@ Ca	2 "H-0002c90300000200"		# "vm1 HCA"
 [2](2c90300000202) 	"H-0002c90300000100"[2](2c90300000102) 		# "vm0 HCA" lid 0 4xSDR
 )";
 
-// Every guest's HCA has two ports, as the MT25208 has, and the server
+// With --hca-ports 2 every guest's HCA has two ports, as the MT25208 has, and the server
 // cables port 2 where the topology does; `--hca-ports 1` keeps the old
 // one-port HCA, whose port-2 cable then never gets an end.
 TEST_F(ServerTest, GuestHcasHaveTwoPortsAndTheTopologyCablesPortTwo)
