@@ -427,28 +427,31 @@ static void cm_fill_event(struct ib_cm_event *ev, struct cm_work *w,
 		struct ib_cm_req_event_param *p = &ev->param.req_rcvd;
 		const struct cm_req *r = &m->req;
 
-		p->listen_id = w->listener ? &w->listener->id : NULL;
-		p->port = w->port;
+		/* The sender's "local" fields are our "remote" ones. */
+		*p = (struct ib_cm_req_event_param) {
+			.listen_id = w->listener ? &w->listener->id : NULL,
+			.port = w->port,
+			.primary_path = &paths[0],
+			.remote_ca_guid = r->local_ca_guid,
+			.remote_qkey = be32_to_cpu(r->local_qkey),
+			.remote_qpn = be32_to_cpu(r->local_qpn),
+			.starting_psn = be32_to_cpu(r->starting_psn),
+			.qp_type = r->transport_type ? IB_QPT_UC : IB_QPT_RC,
+			.srq = r->srq,
+			.flow_control = r->end_to_end_flow_control,
+			.responder_resources = r->responder_resources,
+			.initiator_depth = r->initiator_depth,
+			.local_cm_response_timeout = r->local_cm_response_timeout,
+			.remote_cm_response_timeout = r->remote_cm_response_timeout,
+			.retry_count = r->retry_count,
+			.rnr_retry_count = r->rnr_retry_count,
+			.max_cm_retries = r->max_cm_retries,
+		};
 		cm_path_from_req(&paths[0], r, &r->primary);
-		p->primary_path = &paths[0];
 		if (r->alternate.local_lid || r->alternate.remote_lid) {
 			cm_path_from_req(&paths[1], r, &r->alternate);
 			p->alternate_path = &paths[1];
 		}
-		p->remote_ca_guid = r->local_ca_guid;
-		p->remote_qkey = be32_to_cpu(r->local_qkey);
-		p->remote_qpn = be32_to_cpu(r->local_qpn);
-		p->qp_type = r->transport_type ? IB_QPT_UC : IB_QPT_RC;
-		p->starting_psn = be32_to_cpu(r->starting_psn);
-		p->responder_resources = r->responder_resources;
-		p->initiator_depth = r->initiator_depth;
-		p->local_cm_response_timeout = r->local_cm_response_timeout;
-		p->remote_cm_response_timeout = r->remote_cm_response_timeout;
-		p->flow_control = r->end_to_end_flow_control;
-		p->retry_count = r->retry_count;
-		p->rnr_retry_count = r->rnr_retry_count;
-		p->max_cm_retries = r->max_cm_retries;
-		p->srq = r->srq;
 		ev->private_data = m->req.private_data;
 		break;
 	}
@@ -456,17 +459,19 @@ static void cm_fill_event(struct ib_cm_event *ev, struct cm_work *w,
 		struct ib_cm_rep_event_param *p = &ev->param.rep_rcvd;
 		const struct cm_rep *r = &m->rep;
 
-		p->remote_ca_guid = r->local_ca_guid;
-		p->remote_qkey = be32_to_cpu(r->local_qkey);
-		p->remote_qpn = be32_to_cpu(r->local_qpn);
-		p->starting_psn = be32_to_cpu(r->starting_psn);
-		p->responder_resources = r->responder_resources;
-		p->initiator_depth = r->initiator_depth;
-		p->target_ack_delay = r->target_ack_delay;
-		p->failover_accepted = r->failover_accepted;
-		p->flow_control = r->end_to_end_flow_control;
-		p->rnr_retry_count = r->rnr_retry_count;
-		p->srq = r->srq;
+		*p = (struct ib_cm_rep_event_param) {
+			.remote_ca_guid = r->local_ca_guid,
+			.remote_qkey = be32_to_cpu(r->local_qkey),
+			.remote_qpn = be32_to_cpu(r->local_qpn),
+			.starting_psn = be32_to_cpu(r->starting_psn),
+			.srq = r->srq,
+			.flow_control = r->end_to_end_flow_control,
+			.failover_accepted = r->failover_accepted,
+			.target_ack_delay = r->target_ack_delay,
+			.responder_resources = r->responder_resources,
+			.initiator_depth = r->initiator_depth,
+			.rnr_retry_count = r->rnr_retry_count,
+		};
 		ev->private_data = m->rep.private_data;
 		break;
 	}
