@@ -130,6 +130,13 @@ protected:
 	// it ends at the latest when its duration does; then its commands
 	// (destroy) get EIO and it exits with an error.
 	static constexpr int kDuration = 12;
+	// The rmmod and PCI-removal cases run longer: on the debug guest the
+	// removal itself took 6-11 s, and with -D 12 both perftest sides
+	// could finish their run (rc 0) before it disassociated them, which
+	// proves nothing (CI-like run of 2026-11-28: rmmod in 11 s, both
+	// rc=0). With 40 s they end before the removal returns only if the
+	// removal waits for them, which kRmmodSecs then catches.
+	static constexpr int kRemovalDuration = 40;
 	// rmmod with the processes disassociated: one SRCU grace period and
 	// the destroy of a handful of objects on top of a plain rmmod of
 	// ib_mthca (the whole rmmod took 6 s on the debug TCG guest of a
@@ -304,7 +311,7 @@ TEST_F(OursCatas, RmmodDisassociatesUserVerbs)
 		GTEST_SKIP() << "upstream ib_mthca cannot disassociate: rmmod waits for the users";
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(Ok(WaitPortActive(g, 120)));
-	ASSERT_TRUE(Ok(StartUserTraffic(g, 18530)));
+	ASSERT_TRUE(Ok(StartUserTraffic(g, 18530, kRemovalDuration)));
 
 	auto rm = Run(g,
 		      "s=$(date +%s); timeout " + std::to_string(kRmmodSecs) +
@@ -312,8 +319,8 @@ TEST_F(OursCatas, RmmodDisassociatesUserVerbs)
 		      std::chrono::seconds(kRmmodSecs + 60));
 	EXPECT_TRUE(Ok(rm)) << "rmmod ib_mthca did not finish within " << kRmmodSecs << " s";
 	std::cout << rm.output;
-	auto ends = WaitUserTrafficEnds(g, kExitSecs);
-	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kExitSecs << " s";
+	auto ends = WaitUserTrafficEnds(g, kRemovalDuration + 20);
+	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kRemovalDuration + 20 << " s";
 	if (ends.ok())
 		ExpectEndedWithErrors(ends.output);
 	EXPECT_EQ(Run(g, "test -e /sys/class/infiniband_verbs/uverbs0").status, 1) << "uverbs0 outlived its device";
@@ -337,13 +344,7 @@ TEST_F(OursCatas, PciRemoveDisassociatesUserVerbs)
 	ASSERT_TRUE(Ok(dev));
 	std::string bdf = dev.output.substr(0, dev.output.find('\n'));
 	ASSERT_TRUE(std::regex_match(bdf, std::regex("[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]"))) << bdf;
-	// A longer run than the other cases: on the debug guest the remove
-	// took 10 s, and with -D 12 both perftest sides had finished their
-	// run (rc 0) before it disassociated them, which proved nothing.
-	// With 40 s they can end before the remove returns only if the
-	// remove waits for them, which the 20 s bound then catches.
-	constexpr int kPciDuration = 40;
-	ASSERT_TRUE(Ok(StartUserTraffic(g, 18550, kPciDuration)));
+	ASSERT_TRUE(Ok(StartUserTraffic(g, 18550, kRemovalDuration)));
 
 	auto rm = Run(g,
 		      "s=$(date +%s); timeout " + std::to_string(kRmmodSecs) + " sh -c 'echo 1 > /sys/bus/pci/devices/" +
@@ -351,8 +352,8 @@ TEST_F(OursCatas, PciRemoveDisassociatesUserVerbs)
 		      std::chrono::seconds(kRmmodSecs + 60));
 	EXPECT_TRUE(Ok(rm)) << "the PCI remove did not finish within " << kRmmodSecs << " s";
 	std::cout << rm.output;
-	auto ends = WaitUserTrafficEnds(g, kPciDuration + 20);
-	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kPciDuration + 20 << " s";
+	auto ends = WaitUserTrafficEnds(g, kRemovalDuration + 20);
+	EXPECT_TRUE(Ok(ends)) << "the user-verbs processes did not end within " << kRemovalDuration + 20 << " s";
 	if (ends.ok())
 		ExpectEndedWithErrors(ends.output);
 	EXPECT_EQ(Run(g, "test -e /sys/class/infiniband_verbs/uverbs0").status, 1) << "uverbs0 outlived its device";
