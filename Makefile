@@ -209,10 +209,11 @@ check-kunit:
 	JOBS=$(JOBS) tests/kunit/run
 
 # Unit tests (label unit), VM tests (label vm) and short benchmark runs
-# (label bench). A VM suite takes a slot of the "vmcpu" resource per guest
-# it boots (tests/vm/CMakeLists.txt), and the spec file gives two: the
-# suites of two guests run one at a time, two suites of one guest may run
-# together, and unit tests fill what is left of -j.
+# (label bench). A VM suite takes as many slots of the "vmcpu" resource as
+# the cores its guests keep busy (tests/vm/CMakeLists.txt), and the spec
+# file gives three for the two cores: a suite of two cores runs beside one
+# of one, the timed suites and the benchmark alone, and unit tests fill
+# what is left of -j.
 VM_RESOURCES = $(CURDIR)/tests/vm/resources.json
 check-tests: cpp
 	@rm -f $(BUILD)/lab/mad_rate.txt

@@ -31,6 +31,19 @@ protected:
         ASSERT_EQ(b.d.map_icm(b.uarc_virt + uint64_t(last_page) * 4096, 4096), Status::Ok);
     }
 
+    // RC QPs qa (on A's CQ) and qb (on `ucq`, B's user CQ), connected
+    // and in RTS.
+    void connect_on(const TCq& ucq)
+    {
+        qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
+        qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
+        QpParams pa, pb;
+        pa.dlid = 2, pa.remote_qpn = qb.qpn;
+        pb.dlid = 1, pb.remote_qpn = qa.qpn;
+        a.to_rts(qa, pa);
+        b.to_rts(qb, pb);
+    }
+
     unsigned last_page = 0;
 };
 
@@ -40,13 +53,7 @@ TEST_F(UserDoorbells, QueuesOfAUserContextUseItsRecordPagesAndItsUar)
     // Group 1 (CQ set_ci, RQ) on the last page, as libmthca places them.
     b.next_db = last_page * 512 + 500;
     TCq ucq = b.make_cq(64);
-    qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
-    qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
-    QpParams pa, pb;
-    pa.dlid = 2, pa.remote_qpn = qb.qpn;
-    pb.dlid = 1, pb.remote_qpn = qa.qpn;
-    a.to_rts(qa, pa);
-    b.to_rts(qb, pb);
+    connect_on(ucq);
     ASSERT_EQ(b.core().find_qp(qb.qpn)->a.usr_page, kUar);
     ASSERT_EQ(b.core().find_cq(ucq.cqn)->uar, kUar);
 
@@ -101,13 +108,7 @@ TEST_F(UserDoorbells, CqConsumerIndexComesFromTheContextRecord)
     become_user_context();
     b.next_db = last_page * 512 + 300;
     TCq ucq = b.make_cq(4);
-    qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
-    qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
-    QpParams pa, pb;
-    pa.dlid = 2, pa.remote_qpn = qb.qpn;
-    pb.dlid = 1, pb.remote_qpn = qa.qpn;
-    a.to_rts(qa, pa);
-    b.to_rts(qb, pb);
+    connect_on(ucq);
     uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
     uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
     Node::SendWr wr;
@@ -148,13 +149,7 @@ TEST_F(UserDoorbells, CqArmComesFromTheArmRecordAndAStaleSequenceIsIgnored)
     become_user_context();
     b.next_db = last_page * 512 + 200;
     TCq ucq = b.make_cq(64);
-    qb = b.make_qp(QpService::Rc, ucq, ucq, 16, 16);
-    qa = a.make_qp(QpService::Rc, acq, acq, 16, 16);
-    QpParams pa, pb;
-    pa.dlid = 2, pa.remote_qpn = qb.qpn;
-    pb.dlid = 1, pb.remote_qpn = qa.qpn;
-    a.to_rts(qa, pa);
-    b.to_rts(qb, pb);
+    connect_on(ucq);
     uint64_t sbuf = a.alloc(4096), rbuf = b.alloc(4096);
     uint32_t sk = a.reg(sbuf, 4096), rk = b.reg(rbuf, 4096);
     auto comp_events = [&] {

@@ -25,6 +25,8 @@ using test::Mad;
 // struct ib_user_mad_hdr offsets (<rdma/ib_user_mad.h>), written out here.
 constexpr unsigned kId = 0, kStatus = 4, kTimeout = 8, kRetries = 12, kQpn = 20, kQkey = 24, kLid = 28;
 
+Mad sm_dr(uint8_t method, uint16_t attr, std::vector<uint8_t> path, uint64_t tid);
+
 struct Host : ::testing::Test {
     VirtualClock clock;
     Fabric fab{clock};
@@ -103,6 +105,20 @@ struct Host : ::testing::Test {
     {
         pump();
         return recv(fd, out->data(), out->size(), MSG_DONTWAIT) == ssize_t(out->size());
+    }
+    // As the SM on client `sm` (registered here for directed-route SMPs,
+    // agent 0): gives the endpoint `lid` and brings its port ACTIVE.
+    void make_active(int sm, uint16_t lid)
+    {
+        reg(sm, 0, mad::kClassSubnDirected, 0, {});
+        for (PortState s : {PortState::Armed, PortState::Active}) {
+            Mad set = sm_dr(mad::kMethodSet, smp::kAttrPortInfo, {}, 5);
+            test::layout::kPiLid.set(test::smp_data(set), lid);
+            test::layout::kPiState.set(test::smp_data(set), uint64_t(s));
+            send_mad(sm, 0, set, 0, 0xffff, 1000);
+            std::array<uint8_t, kHdrSize + kMadSize> r;
+            ASSERT_TRUE(recv_mad(sm, &r));
+        }
     }
     static uint32_t hdr32(const std::array<uint8_t, kHdrSize + kMadSize>& p, unsigned off)
     {
@@ -185,15 +201,7 @@ TEST_F(Host, AMadToTheOwnLidGoesToTheAgentRegisteredForIt)
 {
     // Give the endpoint LID 9 and make its port ACTIVE.
     int sm = connect_client();
-    reg(sm, 0, mad::kClassSubnDirected, 0, {});
-    for (PortState s : {PortState::Armed, PortState::Active}) {
-        Mad set = sm_dr(mad::kMethodSet, smp::kAttrPortInfo, {}, 5);
-        test::layout::kPiLid.set(test::smp_data(set), 9);
-        test::layout::kPiState.set(test::smp_data(set), uint64_t(s));
-        send_mad(sm, 0, set, 0, 0xffff, 1000);
-        std::array<uint8_t, kHdrSize + kMadSize> r;
-        ASSERT_TRUE(recv_mad(sm, &r));
-    }
+    ASSERT_NO_FATAL_FAILURE(make_active(sm, 9));
     // An "SA" agent (class 3, Get) in one process, a query from another.
     reg(sm, 1, 0x03, 1, {mad::kMethodGet});
     int cl = connect_client();
@@ -229,15 +237,7 @@ struct Rmpp : Host {
     {
         Host::SetUp();
         sm = connect_client();
-        reg(sm, 0, mad::kClassSubnDirected, 0, {});
-        for (PortState s : {PortState::Armed, PortState::Active}) {
-            Mad set = sm_dr(mad::kMethodSet, smp::kAttrPortInfo, {}, 5);
-            test::layout::kPiLid.set(test::smp_data(set), 9);
-            test::layout::kPiState.set(test::smp_data(set), uint64_t(s));
-            send_mad(sm, 0, set, 0, 0xffff, 1000);
-            std::array<uint8_t, kHdrSize + kMadSize> r;
-            ASSERT_TRUE(recv_mad(sm, &r));
-        }
+        ASSERT_NO_FATAL_FAILURE(make_active(sm, 9));
         reg_rmpp(sm, 1, {kGetTable});
         cl = connect_client();
         reg_rmpp(cl, 0, {});

@@ -544,6 +544,10 @@ void Lab::start()
 			throw std::invalid_argument("duplicate guest name " + g.name);
 		if (g.stack == Stack::Ours && opts_.modules_dir.empty())
 			throw std::invalid_argument("guest " + g.name + " runs our stack but no modules directory was given");
+		if (g.stack == Stack::Ours && g.host_kernel)
+			throw std::invalid_argument("guest " + g.name +
+						    " runs our stack, whose modules are built for the lab's kernel: "
+						    "it cannot boot the host's");
 	}
 	if (opts_.mgmt_net && opts_.guests.size() > static_cast<size_t>(kMgmtMaxGuests))
 		throw std::invalid_argument("the management network has addresses for " +
@@ -606,6 +610,15 @@ void Lab::start()
 	spec.modules_dir = modules_dir_;
 	spec.agent = opts_.agent;
 	std::string initramfs = cached_initramfs(spec, opts_.cache_dir);
+	if (own_kernel_ && std::any_of(opts_.guests.begin(), opts_.guests.end(),
+				       [](const GuestSpec &g) { return g.host_kernel; })) {
+		KernelInfo h = find_kernel("");
+		InitramfsSpec hs = spec;
+		hs.kernel_version = h.version;
+		hs.modules_dir = h.modules_dir;
+		host_kernel_image_ = h.image;
+		host_initramfs_ = cached_initramfs(hs, opts_.cache_dir);
+	}
 
 	{
 		std::ofstream info(run_dir_ + "/lab.txt");
@@ -614,10 +627,13 @@ void Lab::start()
 		info << "initramfs " << initramfs << "\n";
 		if (!opts_.modules_dir.empty())
 			info << "modules " << opts_.modules_dir << "\n";
+		if (!host_kernel_image_.empty())
+			info << "host kernel " << host_kernel_image_ << " " << host_initramfs_ << "\n";
 		for (size_t i = 0; i < opts_.guests.size(); i++)
 			info << "guest " << opts_.guests[i].name << " " << to_string(opts_.guests[i].stack) << " "
 			     << format_guid(guest_guid(static_cast<int>(i)))
-			     << (opts_.mgmt_net ? " " + iblab::mgmt_ip(static_cast<int>(i)) : std::string()) << "\n";
+			     << (opts_.mgmt_net ? " " + iblab::mgmt_ip(static_cast<int>(i)) : std::string())
+			     << (own_kernel_ && opts_.guests[i].host_kernel ? " host-kernel" : "") << "\n";
 	}
 
 	try {
@@ -633,7 +649,7 @@ void Lab::start()
 			Guest &g = *guests_.back();
 			fs::create_directories(g.dir());
 			SpawnOptions so;
-			so.argv = qemu_argv(g, initramfs);
+			so.argv = qemu_argv(g, runs_own_kernel(g) || !own_kernel_ ? initramfs : host_initramfs_);
 			so.output_file = g.dir() + "/qemu.log";
 			{
 				std::ofstream cmd(g.dir() + "/qemu.cmd");
@@ -773,8 +789,14 @@ void Lab::start_emulator()
 	}
 }
 
+bool Lab::runs_own_kernel(const Guest &g) const
+{
+	return own_kernel_ && !g.spec_.host_kernel;
+}
+
 std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 {
+	const bool host = own_kernel_ && !runs_own_kernel(g);
 	const std::string mem = std::to_string(opts_.mem_mb);
 	std::string cmdline = "console=ttyS0 panic=-1 iblab.name=" + g.name() + " iblab.mode=" + to_string(g.stack());
 	std::vector<std::string> a = {
@@ -784,7 +806,7 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 		"-machine", opts_.machine + ",memory-backend=mem", "-m", mem, "-smp", std::to_string(opts_.smp),
 		"-nodefaults", "-no-user-config", "-nic", "none", "-display", "none", "-vga", "none", "-no-reboot",
 		"-serial", "file:" + g.console_log_path(),
-		"-kernel", kernel_image_, "-initrd", initramfs,
+		"-kernel", host ? host_kernel_image_ : kernel_image_, "-initrd", initramfs,
 		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-serial-pci",
 		"-chardev", "socket,id=agent,path=" + g.dir() + "/agent.sock,server=on,wait=off",
@@ -803,7 +825,7 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 			    ",mount_tag=iblabmods,security_model=none,readonly=on,multidevs=remap");
 	}
 	// A kernel of the lab's own: its modules appear at /lib/modules/<release>.
-	if (own_kernel_) {
+	if (runs_own_kernel(g)) {
 		a.push_back("-virtfs");
 		a.push_back("local,path=" + modules_dir_ +
 			    ",mount_tag=iblabkmod,security_model=none,readonly=on,multidevs=remap");
