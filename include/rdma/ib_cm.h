@@ -6,9 +6,9 @@
  *
  * Status (Documentation/cm.md): ib_cm.ko (core/cm.c) implements the
  * connection calls below over per-port CM agents of ib_mad: REQ, REP, RTU,
- * REJ, MRA, DREQ, DREP, establish, init_qp_attr, timewait. SIDR and
- * LAP/APR are declared but return -EOPNOTSUPP, and their messages are
- * dropped; stale-connection detection and redirect are not carried out.
+ * REJ, MRA, DREQ, DREP, establish, init_qp_attr, timewait, stale
+ * connections, SIDR_REQ/SIDR_REP. LAP/APR are declared but return
+ * -EOPNOTSUPP, and their messages are dropped; redirect is not carried out.
  */
 #ifndef IB_CM_H
 #define IB_CM_H

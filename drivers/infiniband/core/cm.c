@@ -12,8 +12,9 @@
  *
  * Consumer handlers run from the ib_cm workqueue, one id's events in
  * order through that id's own work item, never from a call of the
- * consumer's own. SIDR and LAP/APR are not carried out yet: their calls
- * return -EOPNOTSUPP and their messages are dropped.
+ * consumer's own. SIDR (IBA 12.11) resolves a service ID to a UD QP
+ * with one SIDR_REQ/SIDR_REP exchange. LAP/APR are not carried out yet:
+ * their calls return -EOPNOTSUPP and their messages are dropped.
  */
 
 #include <linux/completion.h>
@@ -48,6 +49,8 @@ union cm_any {
 	struct cm_rtu		rtu;
 	struct cm_dreq		dreq;
 	struct cm_drep		drep;
+	struct cm_sidr_req	sidr_req;
+	struct cm_sidr_rep	sidr_rep;
 };
 
 struct cm_port {
@@ -90,6 +93,10 @@ struct cm_device {
  * @listen_node: on cm.listen (under cm.lock)
  * @remote_node: on cm.remote (under cm.lock)
  * @in_remote: on cm.remote
+ * @sidr_node: on cm.sidr while a received SIDR_REQ is unanswered (under
+ *	cm.lock)
+ * @sidr_lid: the requester's LID, for duplicate SIDR_REQs
+ * @sidr_gid: the requester's GID (from the GRH; zero without one)
  * @timewait: ends timewait; holds a reference while queued
  * @refs: one for the consumer's handle, one per queued event, pending send
  *	and queued timewait; @done completes when it reaches zero
@@ -112,8 +119,10 @@ struct cm_id_priv {
 	struct list_head	events;
 	struct work_struct	event_work;
 	struct work_struct	destroy_work;
-	struct list_head	listen_node, remote_node;
+	struct list_head	listen_node, remote_node, sidr_node;
 	bool			in_remote;
+	u16			sidr_lid;
+	union ib_gid		sidr_gid;
 	struct delayed_work	timewait;
 	refcount_t		refs;
 	struct completion	done;
@@ -141,6 +150,8 @@ static struct {
 	spinlock_t		lock;
 	struct list_head	listen;
 	struct list_head	remote;
+	/* passive ids of unanswered SIDR_REQs, for duplicates */
+	struct list_head	sidr;
 	/* local comm ID -> id; entries inserted and erased under ->lock */
 	struct xarray		ids;
 	u32			next_id;
@@ -310,17 +321,49 @@ static void cm_send_own_rej(struct cm_id_priv *priv, u8 reason)
 	kfree(r);
 }
 
-static void cm_send_own_dreq(struct cm_id_priv *priv)
+/*
+ * The DREQ the CM sends itself (a destroy, a stale connection); with
+ * @arm it is the outstanding message, resent until the DREP comes.
+ * Context: @priv->lock.
+ */
+static void cm_send_own_dreq(struct cm_id_priv *priv, bool arm)
 {
 	struct cm_dreq *d = kzalloc(sizeof(*d), GFP_ATOMIC);
+	struct ib_mad_send_buf *m;
 
 	if (!d)
 		return;
 	d->local_comm_id = priv->id.local_id;
 	d->remote_comm_id = priv->id.remote_id;
 	d->remote_qpn_eecn = cpu_to_be32(priv->qp.remote_qpn);
-	cm_post_once(priv, CM_MSG_DREQ, d);
+	if (!arm) {
+		cm_post_once(priv, CM_MSG_DREQ, d);
+		goto out;
+	}
+	if (!priv->port || !priv->ah)
+		goto out;
+	m = cm_alloc_msg(priv->port, priv->ah, GFP_ATOMIC);
+	if (IS_ERR(m))
+		goto out;
+	cm_pack(m, CM_MSG_DREQ, d);
+	cm_post(priv, m, cm_req_timeout_ms(priv->plt, priv->resp_timeout),
+		priv->max_cm_retries);
+out:
 	kfree(d);
+}
+
+/* SIDR_REP REJECT for a SIDR_REQ the consumer dropped. Context: lock. */
+static void cm_send_own_sidr_rej(struct cm_id_priv *priv)
+{
+	struct cm_sidr_rep *r = kzalloc(sizeof(*r), GFP_ATOMIC);
+
+	if (!r)
+		return;
+	r->request_id = priv->id.remote_id;
+	r->status = IB_SIDR_REJECT;
+	r->service_id = priv->id.service_id;
+	cm_post_once(priv, CM_MSG_SIDR_REP, r);
+	kfree(r);
 }
 
 static void cm_send_own_drep(struct cm_id_priv *priv)
@@ -495,6 +538,25 @@ static void cm_fill_event(struct ib_cm_event *ev, struct cm_work *w,
 	case CM_MSG_DREP:
 		ev->private_data = m->drep.private_data;
 		break;
+	case CM_MSG_SIDR_REQ:
+		ev->param.sidr_req_rcvd = (struct ib_cm_sidr_req_event_param) {
+			.listen_id = w->listener ? &w->listener->id : NULL,
+			.pkey = be16_to_cpu(m->sidr_req.pkey),
+			.port = w->port,
+		};
+		ev->private_data = m->sidr_req.private_data;
+		break;
+	case CM_MSG_SIDR_REP:
+		ev->param.sidr_rep_rcvd = (struct ib_cm_sidr_rep_event_param) {
+			.status = m->sidr_rep.status,
+			.qkey = be32_to_cpu(m->sidr_rep.qkey),
+			.qpn = be32_to_cpu(m->sidr_rep.qpn),
+			.info_len = min_t(u8, m->sidr_rep.info_length,
+					  IB_CM_SIDR_REP_INFO_LENGTH),
+			.info = m->sidr_rep.info,
+		};
+		ev->private_data = m->sidr_rep.private_data;
+		break;
 	default:
 		break;
 	}
@@ -526,7 +588,8 @@ static void cm_run_one(struct cm_id_priv *priv, struct cm_work *w)
 		cm_msg_unpack(w->kind, w->mad + IB_MGMT_MAD_HDR, m);
 		cm_fill_event(&ev, w, m, paths);
 	} else if (w->event == IB_CM_REQ_ERROR || w->event == IB_CM_REP_ERROR ||
-		   w->event == IB_CM_DREQ_ERROR) {
+		   w->event == IB_CM_DREQ_ERROR ||
+		   w->event == IB_CM_SIDR_REQ_ERROR) {
 		ev.param.send_status = IB_WC_RESP_TIMEOUT_ERR;
 	}
 	ret = priv->id.cm_handler(&priv->id, &ev);
@@ -606,7 +669,9 @@ static int cm_do_step(struct cm_id_priv *priv, enum cm_input in,
 	if (st.actions & CM_DO_SEND_REJ)
 		cm_send_own_rej(priv, st.rej_reason);
 	if (st.actions & CM_DO_SEND_DREQ)
-		cm_send_own_dreq(priv);
+		cm_send_own_dreq(priv, st.actions & CM_DO_ARM);
+	if (st.actions & CM_DO_SIDR_REJECT)
+		cm_send_own_sidr_rej(priv);
 	if (st.actions & CM_DO_SEND_DREP)
 		cm_send_own_drep(priv);
 	priv->id.state = st.next;
@@ -661,39 +726,71 @@ static struct cm_id_priv *cm_find_listen(struct ib_device *dev, __be64 sid)
 	return NULL;
 }
 
-/* REJ to a REQ nobody wants, to where it came from. */
-static void cm_rej_unknown(struct cm_port *port, struct ib_mad_recv_wc *rwc,
-			   const struct cm_req *req, u8 reason)
+/*
+ * Send @msg to where @rwc came from, for no id: the answer to a message
+ * no id takes (a REQ nobody wants, a SIDR_REQ for an unknown service, a
+ * DREQ for an unknown comm ID). The send handler frees the AH.
+ */
+static void cm_answer_sender(struct cm_port *port, struct ib_mad_recv_wc *rwc,
+			     enum cm_msg_kind kind, const void *msg)
 {
 	struct ib_mad_send_buf *m;
-	struct cm_rej *r;
 	struct ib_ah *ah;
 
 	ah = ib_create_ah_from_wc(port->agent->qp->pd, rwc->wc,
 				  rwc->recv_buf.grh, port->port_num);
 	if (IS_ERR(ah))
 		return;
-	r = kzalloc(sizeof(*r), GFP_ATOMIC);
 	m = cm_alloc_msg(port, ah, GFP_ATOMIC);
-	if (!r || IS_ERR(m))
+	if (IS_ERR(m))
 		goto err;
-	r->remote_comm_id = req->local_comm_id;
-	r->message_rejected = IB_CM_REJ_MSG_REQ;
-	r->reason = cpu_to_be16(reason);
-	cm_pack(m, CM_MSG_REJ, r);
+	cm_pack(m, kind, msg);
 	m->context[0] = NULL;
 	m->context[1] = ah;
-	kfree(r);
 	if (ib_post_send_mad(m, NULL)) {
 		ib_free_send_mad(m);
-		ib_destroy_ah(ah);
+		goto err;
 	}
 	return;
 err:
-	if (!IS_ERR_OR_NULL(m))
-		ib_free_send_mad(m);
-	kfree(r);
 	ib_destroy_ah(ah);
+}
+
+/* REJ to a REQ nobody takes (no listener, stale), to where it came from. */
+static void cm_rej_unknown(struct cm_port *port, struct ib_mad_recv_wc *rwc,
+			   const struct cm_req *req, u8 reason)
+{
+	struct cm_rej *r = kzalloc(sizeof(*r), GFP_ATOMIC);
+
+	if (!r)
+		return;
+	r->remote_comm_id = req->local_comm_id;
+	r->message_rejected = IB_CM_REJ_MSG_REQ;
+	r->reason = cpu_to_be16(reason);
+	cm_answer_sender(port, rwc, CM_MSG_REJ, r);
+	kfree(r);
+}
+
+/*
+ * The id whose connection a REQ from (@qpn, @guid) would repeat: the
+ * peer's QP is still ours under another comm ID (IBA 12.9.8.3.1).
+ * Context: cm.lock held; a reference is taken.
+ */
+static struct cm_id_priv *cm_find_stale(u32 qpn, __be64 guid)
+{
+	struct cm_id_priv *p;
+	bool live;
+
+	list_for_each_entry(p, &cm.remote, remote_node) {
+		if (p->qp.remote_qpn != qpn || p->remote_ca_guid != guid)
+			continue;
+		spin_lock(&p->lock);
+		live = p->id.state != IB_CM_IDLE;
+		spin_unlock(&p->lock);
+		if (live && refcount_inc_not_zero(&p->refs))
+			return p;
+	}
+	return NULL;
 }
 
 static struct cm_id_priv *cm_alloc_priv(struct ib_device *device,
@@ -744,26 +841,45 @@ static void cm_recv_req(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 			const struct cm_req *req)
 {
 	struct ib_mad *mad = rwc->recv_buf.mad;
-	struct cm_id_priv *old, *listener, *priv;
+	struct cm_id_priv *old, *stale = NULL, *listener = NULL, *priv;
+	struct cm_req_match match = {};
 	unsigned long irq;
+	u8 reason;
 	u32 id;
 
 	spin_lock_irqsave(&cm.lock, irq);
 	old = cm_find_remote(req->local_comm_id, req->local_ca_guid);
-	listener = old ? NULL : cm_find_listen(port->dev->ib, req->service_id);
+	if (!old)
+		stale = cm_find_stale(be32_to_cpu(req->local_qpn),
+				      req->local_ca_guid);
+	if (!old && !stale)
+		listener = cm_find_listen(port->dev->ib, req->service_id);
 	spin_unlock_irqrestore(&cm.lock, irq);
+	match.dup_comm_id = old;
+	match.dup_qpn = stale;
+	match.listener = listener;
 
-	if (old) {
+	switch (cm_classify_req(&match, &reason)) {
+	case CM_REQ_DUPLICATE:
 		/* a repeat: answered from what we sent (cm_step decides) */
 		spin_lock_irqsave(&old->lock, irq);
 		cm_do_step(old, CM_IN_RECV_REQ, mad, NULL);
 		spin_unlock_irqrestore(&old->lock, irq);
 		cm_deref(old);
 		return;
-	}
-	if (!listener) {
-		cm_rej_unknown(port, rwc, req, IB_CM_REJ_INVALID_SERVICE_ID);
+	case CM_REQ_STALE:
+		/* IBA 12.9.8.3.1: REJ the REQ, tear the old connection down */
+		cm_rej_unknown(port, rwc, req, reason);
+		spin_lock_irqsave(&stale->lock, irq);
+		cm_do_step(stale, CM_IN_STALE, NULL, NULL);
+		spin_unlock_irqrestore(&stale->lock, irq);
+		cm_deref(stale);
 		return;
+	case CM_REQ_NO_LISTENER:
+		cm_rej_unknown(port, rwc, req, reason);
+		return;
+	case CM_REQ_NEW:
+		break;
 	}
 
 	priv = cm_alloc_priv(port->dev->ib, listener->id.cm_handler,
@@ -803,6 +919,104 @@ out:
 	cm_deref(listener);
 }
 
+/*
+ * The passive id of an unanswered SIDR_REQ that @req repeats: the same
+ * RequestID from the same port (LID and GID). Context: cm.lock held; a
+ * reference is taken.
+ */
+static struct cm_id_priv *cm_find_sidr(__be32 request_id, u16 lid,
+				       const union ib_gid *gid)
+{
+	struct cm_id_priv *p;
+
+	list_for_each_entry(p, &cm.sidr, sidr_node)
+		if (p->id.remote_id == request_id && p->sidr_lid == lid &&
+		    !memcmp(&p->sidr_gid, gid, sizeof(*gid)) &&
+		    refcount_inc_not_zero(&p->refs))
+			return p;
+	return NULL;
+}
+
+/*
+ * A SIDR_REQ (IBA 12.11): a repeat goes to the id it repeats (the table
+ * drops it), a new one to a new id of the listener of its service; one
+ * for a service nobody listens on is answered SIDR_REP UNSUPPORTED.
+ */
+static void cm_recv_sidr_req(struct cm_port *port, struct ib_mad_recv_wc *rwc,
+			     const struct cm_sidr_req *req)
+{
+	struct cm_id_priv *listener = NULL, *dup, *priv;
+	struct ib_mad *mad = rwc->recv_buf.mad;
+	union ib_gid gid = {};
+	struct cm_sidr_rep *r;
+	unsigned long irq;
+	u32 id;
+
+	if ((rwc->wc->wc_flags & IB_WC_GRH) && rwc->recv_buf.grh)
+		gid = rwc->recv_buf.grh->sgid;
+
+	/* everything a new id needs, before the lookups that publish it */
+	priv = cm_alloc_priv(port->dev->ib, NULL, NULL, GFP_ATOMIC);
+	if (IS_ERR(priv))
+		return;
+	priv->port = port;
+	priv->id.service_id = req->service_id;
+	priv->id.remote_id = req->request_id;
+	priv->sidr_lid = rwc->wc->slid;
+	priv->sidr_gid = gid;
+	priv->id.state = IB_CM_SIDR_REQ_RCVD;
+	priv->ah = ib_create_ah_from_wc(port->agent->qp->pd, rwc->wc,
+					rwc->recv_buf.grh, port->port_num);
+	if (IS_ERR(priv->ah)) {
+		priv->ah = NULL;
+		goto free;
+	}
+	if (xa_alloc_cyclic(&cm.ids, &id, NULL, xa_limit_32b, &cm.next_id,
+			    GFP_ATOMIC) < 0)
+		goto free;
+	priv->id.local_id = cpu_to_be32(id);
+
+	spin_lock_irqsave(&cm.lock, irq);
+	dup = cm_find_sidr(req->request_id, priv->sidr_lid, &gid);
+	if (!dup)
+		listener = cm_find_listen(port->dev->ib, req->service_id);
+	if (listener) {
+		priv->id.cm_handler = listener->id.cm_handler;
+		priv->id.context = listener->id.context;
+		xa_store(&cm.ids, id, priv, GFP_ATOMIC);
+		list_add_tail(&priv->sidr_node, &cm.sidr);
+	} else {
+		xa_erase(&cm.ids, id);
+	}
+	spin_unlock_irqrestore(&cm.lock, irq);
+
+	if (dup) {
+		spin_lock_irqsave(&dup->lock, irq);
+		cm_do_step(dup, CM_IN_RECV_SIDR_REQ, mad, NULL);
+		spin_unlock_irqrestore(&dup->lock, irq);
+		cm_deref(dup);
+		goto free;
+	}
+	if (!listener) {
+		r = kzalloc(sizeof(*r), GFP_ATOMIC);
+		if (r) {
+			r->request_id = req->request_id;
+			r->status = IB_SIDR_UNSUPPORTED;
+			r->service_id = req->service_id;
+			cm_answer_sender(port, rwc, CM_MSG_SIDR_REP, r);
+			kfree(r);
+		}
+		goto free;
+	}
+	spin_lock_irqsave(&priv->lock, irq);
+	cm_queue_event(priv, IB_CM_SIDR_REQ_RECEIVED, mad, listener);
+	spin_unlock_irqrestore(&priv->lock, irq);
+	cm_deref(listener);
+	return;
+free:
+	cm_free_priv(priv);
+}
+
 /* The id a message names as ours, and the input it is. */
 static int cm_recv_input(enum cm_msg_kind kind, const union cm_any *m,
 			 __be32 *ours, __be32 *theirs)
@@ -840,15 +1054,38 @@ static int cm_recv_input(enum cm_msg_kind kind, const union cm_any *m,
 		*ours = m->drep.remote_comm_id;
 		*theirs = m->drep.local_comm_id;
 		return CM_IN_RECV_DREP;
+	case CM_MSG_SIDR_REP:
+		*ours = m->sidr_rep.request_id;
+		*theirs = 0;
+		return CM_IN_RECV_SIDR_REP;
 	default:
-		/* SIDR and LAP/APR: not carried out yet */
+		/* LAP/APR: not carried out yet */
 		return -EOPNOTSUPP;
 	}
 }
 
-static void cm_recv_conn(struct cm_port *port, struct ib_mad *mad,
+/*
+ * A DREQ for a comm ID we do not know: the peer still thinks it is
+ * connected (our side lost the connection, or our DREP was lost after
+ * timewait ended). Answer with a DREP so that it can leave (IBA 12.9.8.4).
+ */
+static void cm_drep_unknown(struct cm_port *port, struct ib_mad_recv_wc *rwc,
+			    const struct cm_dreq *dreq)
+{
+	struct cm_drep *d = kzalloc(sizeof(*d), GFP_ATOMIC);
+
+	if (!d)
+		return;
+	d->local_comm_id = dreq->remote_comm_id;
+	d->remote_comm_id = dreq->local_comm_id;
+	cm_answer_sender(port, rwc, CM_MSG_DREP, d);
+	kfree(d);
+}
+
+static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 			 enum cm_msg_kind kind, const union cm_any *m)
 {
+	struct ib_mad *mad = rwc->recv_buf.mad;
 	struct cm_id_priv *priv;
 	__be32 ours, theirs;
 	unsigned long irq;
@@ -858,8 +1095,11 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad *mad,
 	if (in < 0)
 		return;
 	priv = cm_get_id(ours);
-	if (!priv)
+	if (!priv) {
+		if (kind == CM_MSG_DREQ)
+			cm_drep_unknown(port, rwc, &m->dreq);
 		return;
+	}
 	spin_lock_irqsave(&priv->lock, irq);
 	/* after the REP, each message must come from the peer we know */
 	if (kind != CM_MSG_REP && priv->id.remote_id && theirs &&
@@ -867,6 +1107,10 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad *mad,
 		goto out;
 	if (kind == CM_MSG_MRA)
 		priv->mra_timeout = m->mra.service_timeout;
+	/* a SIDR_REP echoes the service it answers */
+	if (kind == CM_MSG_SIDR_REP &&
+	    m->sidr_rep.service_id != priv->id.service_id)
+		goto out;
 	if (kind == CM_MSG_REP && (priv->id.state == IB_CM_REQ_SENT ||
 				   priv->id.state == IB_CM_MRA_REQ_RCVD)) {
 		priv->id.remote_id = m->rep.local_comm_id;
@@ -896,12 +1140,16 @@ static void cm_recv_handler(struct ib_mad_agent *agent,
 	m = kmalloc(sizeof(*m), GFP_ATOMIC);
 	if (!m)
 		goto out;
-	if (kind == CM_MSG_REQ || (kind >= CM_MSG_MRA && kind <= CM_MSG_DREP)) {
+	if (kind == CM_MSG_REQ || kind == CM_MSG_SIDR_REQ ||
+	    kind == CM_MSG_SIDR_REP ||
+	    (kind >= CM_MSG_MRA && kind <= CM_MSG_DREP)) {
 		cm_msg_unpack(kind, mad->data, m);
 		if (kind == CM_MSG_REQ)
 			cm_recv_req(port, rwc, &m->req);
+		else if (kind == CM_MSG_SIDR_REQ)
+			cm_recv_sidr_req(port, rwc, &m->sidr_req);
 		else
-			cm_recv_conn(port, mad, kind, m);
+			cm_recv_conn(port, rwc, kind, m);
 	}
 	kfree(m);
 out:
@@ -953,6 +1201,7 @@ static struct cm_id_priv *cm_alloc_priv(struct ib_device *device,
 	INIT_LIST_HEAD(&priv->events);
 	INIT_LIST_HEAD(&priv->listen_node);
 	INIT_LIST_HEAD(&priv->remote_node);
+	INIT_LIST_HEAD(&priv->sidr_node);
 	INIT_WORK(&priv->event_work, cm_event_work);
 	INIT_WORK(&priv->destroy_work, cm_destroy_work);
 	INIT_DELAYED_WORK(&priv->timewait, cm_timewait_work);
@@ -1033,6 +1282,7 @@ void ib_destroy_cm_id(struct ib_cm_id *cm_id)
 	xa_erase(&cm.ids, be32_to_cpu(cm_id->local_id));
 	list_del_init(&priv->listen_node);
 	list_del_init(&priv->remote_node);
+	list_del_init(&priv->sidr_node);
 	spin_unlock_irqrestore(&cm.lock, irq);
 
 	if (cancel_delayed_work_sync(&priv->timewait))
@@ -1592,31 +1842,168 @@ int ib_send_cm_apr(struct ib_cm_id *cm_id, enum ib_cm_apr_status status,
 }
 EXPORT_SYMBOL(ib_send_cm_apr);
 
+/*
+ * The CM response time assumed of a SIDR peer when the consumer names no
+ * timeout: 4.096 us * 2^20 = 4.3 s, the REQ's largest usual value.
+ */
+#define CM_SIDR_RESP_TIMEOUT	20
+
 /**
- * ib_send_cm_sidr_req() - resolve a service ID (not carried out yet)
- * @cm_id: the id
- * @param: the service and the path to it
+ * ib_send_cm_sidr_req() - resolve a service ID to a UD QP
+ * @cm_id: an IB_CM_IDLE id
+ * @param: the service and the path to it; the path's SLID names our port
  *
- * Return: -EOPNOTSUPP.
+ * The SIDR_REQ goes to the CM (QP1) at the path's DLID. It is resent
+ * every @param->timeout_ms ms, or when that is 0 every 2 * PacketLifeTime
+ * plus 2^20 * 4.096 us (the IBA formula with the CM response time SIDR
+ * does not carry), @param->max_cm_retries times; unanswered, the consumer
+ * gets IB_CM_SIDR_REQ_ERROR with send_status IB_WC_RESP_TIMEOUT_ERR. The
+ * answer comes as IB_CM_SIDR_REP_RECEIVED; the id is IB_CM_IDLE again.
+ *
+ * Context: process; may sleep.
+ * Return: 0 (the id is then IB_CM_SIDR_REQ_SENT); -EINVAL for a bad
+ * parameter or state; another errno if it could not be sent.
  */
 int ib_send_cm_sidr_req(struct ib_cm_id *cm_id,
 			struct ib_cm_sidr_req_param *param)
 {
-	return -EOPNOTSUPP;
+	struct cm_device *cdev = ib_get_client_data(cm_id->device, &cm_client);
+	struct cm_id_priv *priv = to_priv(cm_id);
+	struct ib_mad_send_buf *m = NULL;
+	struct ib_ah *ah = NULL, *old_ah;
+	const struct ib_sa_path_rec *path;
+	struct ib_ah_attr ah_attr;
+	struct cm_sidr_req *req;
+	struct cm_port *port;
+	struct cm_step st;
+	unsigned long irq;
+	int timeout, ret;
+
+	if (!cdev || !param || !param->path || param->timeout_ms < 0 ||
+	    param->max_cm_retries > 15 ||
+	    cm_pdata_bad(param->private_data, param->private_data_len,
+			 IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE))
+		return -EINVAL;
+	path = param->path;
+	port = cm_port_of_path(cdev, path);
+	if (!port)
+		return -EINVAL;
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+	req->request_id = cm_id->local_id;
+	req->pkey = cpu_to_be16(param->pkey);
+	req->service_id = param->service_id;
+	if (param->private_data_len)
+		memcpy(req->private_data, param->private_data,
+		       param->private_data_len);
+	cm_ah_attr_of_path(&ah_attr, path, port->port_num);
+	ah = ib_create_ah(port->agent->qp->pd, &ah_attr);
+	if (IS_ERR(ah)) {
+		ret = PTR_ERR(ah);
+		ah = NULL;
+		goto out;
+	}
+	m = cm_alloc_msg(port, ah, GFP_KERNEL);
+	if (IS_ERR(m)) {
+		ret = PTR_ERR(m);
+		goto out;
+	}
+	cm_pack(m, CM_MSG_SIDR_REQ, req);
+	timeout = param->timeout_ms ? param->timeout_ms :
+		cm_req_timeout_ms(path->packet_life_time, CM_SIDR_RESP_TIMEOUT);
+
+	spin_lock_irqsave(&priv->lock, irq);
+	ret = cm_step(cm_id->state, cm_id->lap_state, CM_IN_SEND_SIDR_REQ, &st);
+	if (ret || priv->destroying) {
+		spin_unlock_irqrestore(&priv->lock, irq);
+		ret = -EINVAL;
+		goto out_free;
+	}
+	/* an earlier SIDR exchange of this id left its AH */
+	old_ah = priv->ah;
+	priv->port = port;
+	priv->ah = ah;
+	cm_id->service_id = param->service_id;
+	cm_id->service_mask = cpu_to_be64(~0ULL);
+	priv->plt = path->packet_life_time;
+	priv->max_cm_retries = param->max_cm_retries;
+	ret = cm_post(priv, m, timeout, param->max_cm_retries);
+	if (ret) {
+		priv->ah = old_ah;
+		spin_unlock_irqrestore(&priv->lock, irq);
+		goto out;
+	}
+	cm_do_step(priv, CM_IN_SEND_SIDR_REQ, NULL, NULL);
+	spin_unlock_irqrestore(&priv->lock, irq);
+	if (old_ah)
+		ib_destroy_ah(old_ah);
+	kfree(req);
+	return 0;
+
+out_free:
+	ib_free_send_mad(m);
+out:
+	if (ah)
+		ib_destroy_ah(ah);
+	kfree(req);
+	return ret;
 }
 EXPORT_SYMBOL(ib_send_cm_sidr_req);
 
+static int cm_build_sidr_rep(struct cm_id_priv *priv, void *msg,
+			     const void *arg)
+{
+	const struct ib_cm_sidr_rep_param *p = arg;
+	struct cm_sidr_rep *r = msg;
+
+	if (p->qp_num > 0xffffff || p->status > IB_SIDR_UNSUPPORTED_VERSION ||
+	    cm_pdata_bad(p->info, p->info_length, IB_CM_SIDR_REP_INFO_LENGTH) ||
+	    cm_pdata_bad(p->private_data, p->private_data_len,
+			 IB_CM_SIDR_REP_PRIVATE_DATA_SIZE))
+		return -EINVAL;
+	r->request_id = priv->id.remote_id;
+	r->status = p->status;
+	r->info_length = p->info_length;
+	r->qpn = cpu_to_be32(p->qp_num);
+	r->service_id = priv->id.service_id;
+	r->qkey = cpu_to_be32(p->qkey);
+	if (p->info_length)
+		memcpy(r->info, p->info, p->info_length);
+	if (p->private_data_len)
+		memcpy(r->private_data, p->private_data, p->private_data_len);
+	return 0;
+}
+
 /**
- * ib_send_cm_sidr_rep() - answer a SIDR_REQ (not carried out yet)
- * @cm_id: the id
- * @param: the answer
+ * ib_send_cm_sidr_rep() - answer a received SIDR_REQ
+ * @cm_id: the id of IB_CM_SIDR_REQ_RECEIVED, in IB_CM_SIDR_REQ_RCVD
+ * @param: the status and, for IB_SIDR_SUCCESS, the service's QPN and Q_Key
  *
- * Return: -EOPNOTSUPP.
+ * The SIDR_REP is sent once (the requester resends its SIDR_REQ if it is
+ * lost); the id is then IB_CM_IDLE and a later SIDR_REQ with the same
+ * RequestID is a new request.
+ *
+ * Context: process; may sleep.
+ * Return: 0, -EINVAL for a bad parameter or state, or a send errno.
  */
 int ib_send_cm_sidr_rep(struct ib_cm_id *cm_id,
 			struct ib_cm_sidr_rep_param *param)
 {
-	return -EOPNOTSUPP;
+	struct cm_id_priv *priv = to_priv(cm_id);
+	unsigned long irq;
+	int ret;
+
+	if (!param)
+		return -EINVAL;
+	ret = cm_send_call(priv, CM_IN_SEND_SIDR_REP, CM_MSG_SIDR_REP,
+			   sizeof(struct cm_sidr_rep), cm_build_sidr_rep, param);
+	if (ret)
+		return ret;
+	spin_lock_irqsave(&cm.lock, irq);
+	list_del_init(&priv->sidr_node);
+	spin_unlock_irqrestore(&cm.lock, irq);
+	return 0;
 }
 EXPORT_SYMBOL(ib_send_cm_sidr_rep);
 
@@ -1728,6 +2115,7 @@ static int __init ib_cm_init(void)
 	spin_lock_init(&cm.lock);
 	INIT_LIST_HEAD(&cm.listen);
 	INIT_LIST_HEAD(&cm.remote);
+	INIT_LIST_HEAD(&cm.sidr);
 	xa_init_flags(&cm.ids, XA_FLAGS_ALLOC1);
 	/* comm IDs start at a random place, so a reboot does not reuse them */
 	cm.next_id = get_random_u32();

@@ -40,7 +40,8 @@ struct clt_ev {
 	u8			pdata[16];
 	int			reason;
 	u8			service_timeout;
-	u32			remote_qpn, psn;
+	u32			remote_qpn, psn, qkey;
+	u16			pkey;
 	struct ib_cm_id		*listen_id;
 };
 
@@ -129,7 +130,17 @@ static int clt_handler(struct ib_cm_id *id, struct ib_cm_event *event)
 			e->service_timeout = event->param.mra_rcvd.service_timeout;
 			break;
 		case IB_CM_REQ_ERROR:
+		case IB_CM_SIDR_REQ_ERROR:
 			e->reason = event->param.send_status;
+			break;
+		case IB_CM_SIDR_REQ_RECEIVED:
+			e->listen_id = event->param.sidr_req_rcvd.listen_id;
+			e->pkey = event->param.sidr_req_rcvd.pkey;
+			break;
+		case IB_CM_SIDR_REP_RECEIVED:
+			e->reason = event->param.sidr_rep_rcvd.status;
+			e->remote_qpn = event->param.sidr_rep_rcvd.qpn;
+			e->qkey = event->param.sidr_rep_rcvd.qkey;
 			break;
 		default:
 			break;
@@ -681,6 +692,273 @@ static void clt_establish_before_rtu(struct kunit *test)
 	clt_teardown(c);
 }
 
+/* SIDR: a listen with a mask; the service below it is resolved. */
+#define CLT_SIDR_BASE	cpu_to_be64(0x2000000000000a00ULL)
+#define CLT_SIDR_MASK	cpu_to_be64(0xffffffffffffff00ULL)
+#define CLT_SIDR_SID	cpu_to_be64(0x2000000000000a17ULL)
+
+static const u8 clt_sidr_pdata[16] = "sidr-request-06";
+
+static int clt_sidr_req(struct ib_cm_id *id, __be64 sid, int timeout_ms)
+{
+	struct ib_cm_sidr_req_param p = {
+		.path = &clt_path,
+		.service_id = sid,
+		.timeout_ms = timeout_ms,
+		.pkey = 0xffff,
+		.max_cm_retries = 2,
+		.private_data = clt_sidr_pdata,
+		.private_data_len = sizeof(clt_sidr_pdata),
+	};
+
+	return ib_send_cm_sidr_req(id, &p);
+}
+
+static void clt_sidr_ids(struct clt *c, struct ib_cm_id **listen,
+			 struct ib_cm_id **active)
+{
+	*listen = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(c->test, IS_ERR(*listen));
+	KUNIT_ASSERT_EQ(c->test, ib_cm_listen(*listen, CLT_SIDR_BASE,
+					      CLT_SIDR_MASK), 0);
+	*active = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(c->test, IS_ERR(*active));
+}
+
+/* SIDR_REQ to a listened service, SIDR_REP with its QPN and Q_Key. */
+static void clt_sidr_resolve(struct kunit *test)
+{
+	static const u8 answer[16] = "sidr-answer-007";
+	struct ib_cm_sidr_rep_param rp = {
+		.status = IB_SIDR_SUCCESS,
+		.qp_num = 0x321,
+		.qkey = 0x11112222,
+		.private_data = answer,
+		.private_data_len = sizeof(answer),
+	};
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_sidr_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_sidr_req(active, CLT_SIDR_SID, 300), 0);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_SIDR_REQ_SENT);
+	e = clt_wait(c, NULL, IB_CM_SIDR_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_EXPECT_PTR_EQ(test, e->listen_id, listen);
+	KUNIT_EXPECT_NE(test, (uintptr_t)passive, (uintptr_t)listen);
+	KUNIT_EXPECT_EQ(test, e->pkey, 0xffff);
+	CLT_EXPECT_SAME(test, e->pdata, clt_sidr_pdata, sizeof(e->pdata));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_SIDR_REQ_RCVD);
+	KUNIT_EXPECT_TRUE(test, passive->service_id == CLT_SIDR_SID);
+
+	/* an info length over 72 bytes is refused */
+	rp.info_length = IB_CM_SIDR_REP_INFO_LENGTH + 1;
+	rp.info = answer;
+	KUNIT_EXPECT_EQ(test, ib_send_cm_sidr_rep(passive, &rp), -EINVAL);
+	rp.info_length = 0;
+	rp.info = NULL;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive, &rp), 0);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_IDLE);
+	e = clt_wait(c, active, IB_CM_SIDR_REP_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_SIDR_SUCCESS);
+	KUNIT_EXPECT_EQ(test, e->remote_qpn, 0x321);
+	KUNIT_EXPECT_EQ(test, e->qkey, 0x11112222);
+	CLT_EXPECT_SAME(test, e->pdata, answer, sizeof(answer));
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	/* the answer stopped the retransmission */
+	msleep(400);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_SIDR_REQ), 1);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_SIDR_REP), 1);
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_SIDR_REQ_ERROR), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* A SIDR_REQ for a service nobody listens on: SIDR_REP UNSUPPORTED. */
+static void clt_sidr_unknown_service(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active;
+	struct clt_ev *e;
+
+	clt_sidr_ids(c, &listen, &active);
+	/* outside the listen's mask */
+	KUNIT_ASSERT_EQ(test, clt_sidr_req(active, cpu_to_be64(0x2000000000000b17ULL),
+					   300), 0);
+	e = clt_wait(c, active, IB_CM_SIDR_REP_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_SIDR_UNSUPPORTED);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_SIDR_REQ_RECEIVED), 0);
+	msleep(400);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_SIDR_REQ), 1);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* Every SIDR_REQ lost: MaxCMRetries resends, then IB_CM_SIDR_REQ_ERROR. */
+static void clt_sidr_timeout(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active;
+	struct clt_ev *e;
+
+	c->drop_kind = CM_MSG_SIDR_REQ;
+	c->drop_left = -1;
+	clt_sidr_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_sidr_req(active, CLT_SIDR_SID, 50), 0);
+	e = clt_wait(c, active, IB_CM_SIDR_REQ_ERROR);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_SIDR_REQ), 1 + 2);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_SIDR_REQ_RECEIVED), 0);
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_SIDR_REP_RECEIVED), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* A resent SIDR_REQ while the first is unanswered makes no second id. */
+static void clt_sidr_duplicate(struct kunit *test)
+{
+	struct ib_cm_sidr_rep_param rp = {
+		.status = IB_SIDR_SUCCESS,
+		.qp_num = 0x654,
+		.qkey = 0x33334444,
+	};
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_sidr_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_sidr_req(active, CLT_SIDR_SID, 60), 0);
+	e = clt_wait(c, NULL, IB_CM_SIDR_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	/* not answered: the requester resends */
+	KUNIT_ASSERT_TRUE(test,
+			  wait_event_timeout(c->wq,
+					     clt_sent(c, CM_MSG_SIDR_REQ) >= 3,
+					     CLT_WAIT));
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_SIDR_REQ_RECEIVED), 1);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_SIDR_REP), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(passive, &rp), 0);
+	e = clt_wait(c, active, IB_CM_SIDR_REP_RECEIVED);
+	if (e) {
+		KUNIT_EXPECT_EQ(test, e->remote_qpn, 0x654);
+		KUNIT_EXPECT_EQ(test, e->qkey, 0x33334444);
+	} else {
+		/* the last resend's wait may have ended just before */
+		KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active,
+						     IB_CM_SIDR_REQ_ERROR));
+	}
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* Connect active to a new passive id; both ESTABLISHED. */
+static struct ib_cm_id *clt_establish(struct clt *c, struct ib_cm_id *active)
+{
+	struct kunit *test = c->test;
+	struct ib_cm_id *passive;
+	struct clt_ev *e;
+	int n = clt_count(c, NULL, IB_CM_RTU_RECEIVED);
+
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, NULL, 0), 0);
+	KUNIT_ASSERT_TRUE(test,
+			  wait_event_timeout(c->wq,
+					     clt_count(c, NULL, IB_CM_RTU_RECEIVED) > n,
+					     CLT_WAIT));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+	return passive;
+}
+
+/*
+ * The active side vanishes without its DREQ arriving; a new REQ from the
+ * same QP (QPN 0x100, same CA GUID) finds the old connection still
+ * established: REJ STALE_CONN to it, and the old connection is torn
+ * down with a DREQ, which the CM answers with a DREP for the unknown
+ * comm ID, then timewait (IBA 12.9.8.3.1).
+ */
+static void clt_stale_conn(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive, *again;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	c->drop_kind = CM_MSG_DREQ;
+	c->drop_left = 1;
+	ib_destroy_cm_id(active);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_DREQ), 1);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+
+	again = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(again));
+	KUNIT_ASSERT_EQ(test, clt_connect(c, again, CLT_SID), 0);
+	e = clt_wait(c, again, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_STALE_CONN);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_REQ_RECEIVED), 1);
+	/* the old connection: DREQ, the CM's DREP, timewait */
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_DREP_RECEIVED));
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_DREQ), 2);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_TIMEWAIT_EXIT));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_IDLE);
+	/* the rejected REQ's id waits out timewait too (12.9.8.3.1) */
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, again, IB_CM_TIMEWAIT_EXIT));
+
+	ib_destroy_cm_id(again);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* A DREQ for a comm ID the CM does not know is answered with a DREP. */
+static void clt_dreq_unknown_id(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	c->drop_kind = CM_MSG_DREQ;
+	c->drop_left = 1;
+	ib_destroy_cm_id(active);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive, NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_DREP_RECEIVED));
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_DREQ), 2);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_DREP), 1);
+	KUNIT_EXPECT_EQ(test, clt_count(c, passive, IB_CM_DREQ_ERROR), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_TIMEWAIT_EXIT));
+
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
 static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_full_exchange),
 	KUNIT_CASE(clt_rej_unknown_service),
@@ -692,6 +970,12 @@ static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_consumer_rej),
 	KUNIT_CASE(clt_rep_timeout),
 	KUNIT_CASE(clt_establish_before_rtu),
+	KUNIT_CASE(clt_sidr_resolve),
+	KUNIT_CASE(clt_sidr_unknown_service),
+	KUNIT_CASE(clt_sidr_timeout),
+	KUNIT_CASE(clt_sidr_duplicate),
+	KUNIT_CASE(clt_stale_conn),
+	KUNIT_CASE(clt_dreq_unknown_id),
 	{}
 };
 
