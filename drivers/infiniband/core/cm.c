@@ -1427,6 +1427,34 @@ static void cm_ah_attr_of_path(struct ib_ah_attr *ah,
 	}
 }
 
+/*
+ * cm_path_msg() - the send buffer of an exchange's first message (REQ,
+ * SIDR_REQ): an address handle toward @path, returned in *@ah with its
+ * attributes in *@ah_attr, and a MAD buffer on it. On failure nothing
+ * is left (*@ah is NULL) and the errno comes as an ERR_PTR.
+ */
+static struct ib_mad_send_buf *cm_path_msg(struct cm_port *port,
+					   const struct ib_sa_path_rec *path,
+					   struct ib_ah_attr *ah_attr,
+					   struct ib_ah **ah)
+{
+	struct ib_mad_send_buf *m;
+
+	cm_ah_attr_of_path(ah_attr, path, port->port_num);
+	*ah = ib_create_ah(port->agent->qp->pd, ah_attr);
+	if (IS_ERR(*ah)) {
+		m = ERR_CAST(*ah);
+		*ah = NULL;
+		return m;
+	}
+	m = cm_alloc_msg(port, *ah, GFP_KERNEL);
+	if (IS_ERR(m)) {
+		ib_destroy_ah(*ah);
+		*ah = NULL;
+	}
+	return m;
+}
+
 /**
  * ib_send_cm_req() - send a REQ, the start of a connection
  * @cm_id: an IB_CM_IDLE id
@@ -1467,14 +1495,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 			    cdev->ack_delay);
 	if (ret)
 		goto out;
-	cm_ah_attr_of_path(&ah_attr, path, port->port_num);
-	ah = ib_create_ah(port->agent->qp->pd, &ah_attr);
-	if (IS_ERR(ah)) {
-		ret = PTR_ERR(ah);
-		ah = NULL;
-		goto out;
-	}
-	m = cm_alloc_msg(port, ah, GFP_KERNEL);
+	m = cm_path_msg(port, path, &ah_attr, &ah);
 	if (IS_ERR(m)) {
 		ret = PTR_ERR(m);
 		goto out;
@@ -1897,14 +1918,7 @@ int ib_send_cm_sidr_req(struct ib_cm_id *cm_id,
 	if (param->private_data_len)
 		memcpy(req->private_data, param->private_data,
 		       param->private_data_len);
-	cm_ah_attr_of_path(&ah_attr, path, port->port_num);
-	ah = ib_create_ah(port->agent->qp->pd, &ah_attr);
-	if (IS_ERR(ah)) {
-		ret = PTR_ERR(ah);
-		ah = NULL;
-		goto out;
-	}
-	m = cm_alloc_msg(port, ah, GFP_KERNEL);
+	m = cm_path_msg(port, path, &ah_attr, &ah);
 	if (IS_ERR(m)) {
 		ret = PTR_ERR(m);
 		goto out;
