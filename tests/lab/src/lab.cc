@@ -649,7 +649,7 @@ void Lab::start()
 			Guest &g = *guests_.back();
 			fs::create_directories(g.dir());
 			SpawnOptions so;
-			so.argv = qemu_argv(g, runs_own_kernel(g) || !own_kernel_ ? initramfs : host_initramfs_);
+			so.argv = qemu_argv(g, boots_host_kernel(g) ? host_initramfs_ : initramfs);
 			so.output_file = g.dir() + "/qemu.log";
 			{
 				std::ofstream cmd(g.dir() + "/qemu.cmd");
@@ -789,14 +789,14 @@ void Lab::start_emulator()
 	}
 }
 
-bool Lab::runs_own_kernel(const Guest &g) const
+bool Lab::boots_host_kernel(const Guest &g) const
 {
-	return own_kernel_ && !g.spec_.host_kernel;
+	return own_kernel_ && g.spec_.host_kernel;
 }
 
 std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 {
-	const bool host = own_kernel_ && !runs_own_kernel(g);
+	const bool host = boots_host_kernel(g);
 	const std::string mem = std::to_string(opts_.mem_mb);
 	std::string cmdline = "console=ttyS0 panic=-1 iblab.name=" + g.name() + " iblab.mode=" + to_string(g.stack());
 	std::vector<std::string> a = {
@@ -825,7 +825,7 @@ std::vector<std::string> Lab::qemu_argv(Guest &g, const std::string &initramfs)
 			    ",mount_tag=iblabmods,security_model=none,readonly=on,multidevs=remap");
 	}
 	// A kernel of the lab's own: its modules appear at /lib/modules/<release>.
-	if (runs_own_kernel(g)) {
+	if (own_kernel_ && !host) {
 		a.push_back("-virtfs");
 		a.push_back("local,path=" + modules_dir_ +
 			    ",mount_tag=iblabkmod,security_model=none,readonly=on,multidevs=remap");

@@ -294,7 +294,8 @@ private:
 	// The host's kernel and its initramfs, for the guests that ask for it
 	// (GuestSpec::host_kernel) beside a kernel of the lab's own.
 	std::string host_kernel_image_, host_initramfs_;
-	bool runs_own_kernel(const Guest &g) const;
+	// A guest that boots the host's kernel beside the lab's own.
+	bool boots_host_kernel(const Guest &g) const;
 	std::string run_dir_;
 	std::string our_modules_share_;
 	DmesgChecker checker_;
