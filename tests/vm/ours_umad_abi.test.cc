@@ -13,7 +13,7 @@
 //   StalledWriter  a write() stalled in a userfaultfd fault on its own
 //                  buffer does not hold file->mutex: a second thread's
 //                  write, REGISTER_AGENT2, read and poll on the same file
-//                  finish within 2 s, and the stalled write completes once
+//                  finish within 5 s, and the stalled write completes once
 //                  the page is supplied (ours copies before taking the
 //                  mutex; Linux 6.1 copies the MAD body under it);
 //   MemcgCharge    16 kernel-RMPP sends of 1 MiB held in flight raise
