@@ -17,13 +17,21 @@
 // than Linux 6.1's (each is marked "ours only" below).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
 #include <rdma/ib_user_mad.h>
 #include <rdma/rdma_user_ioctl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -33,6 +41,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -528,6 +537,277 @@ void OldHeader(const Setting &s)
 	Report("close", close(fd) == 0, std::strerror(errno));
 }
 
+// Writes `text` into the file `path`; 0 or the errno.
+int WriteFile(const std::string &path, const std::string &text)
+{
+	int f = open(path.c_str(), O_WRONLY);
+	if (f < 0)
+		return errno;
+	int e = write(f, text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : errno;
+	close(f);
+	return e;
+}
+
+// A number from a cgroup file (memory.current), or -1.
+long long CgroupNumber(const std::string &path)
+{
+	std::ifstream in(path);
+	long long v = -1;
+	in >> v;
+	return in ? v : -1;
+}
+
+// Ours only (Linux 6.1 allocates the send buffer with GFP_KERNEL): the
+// buffers of a user's sends are charged to the writer's memory cgroup.
+//
+// The test process moves into a child cgroup of its own and queues kSends
+// kernel-RMPP sends of kData bytes each to a LID nobody has, with a long
+// timeout, so the kernel holds every send buffer (about kData bytes each)
+// until the file is closed. memory.current of the child must grow by at
+// least half of what the kernel holds, and fall back once the file is
+// closed (the sends are cancelled and their buffers freed).
+//
+// Why growth and not memory.max with ENOMEM: a charge over memory.max
+// first reclaims and may call the OOM killer on the test itself, and
+// the transient copy of the user's bytes (charged too) would make a
+// single write fail the same with or without the send buffer charged.
+// Growth measures only what stays charged once write() returned; every
+// user buffer is touched before the first reading, and the noise (the
+// per-CPU charge stock, 64 pages a CPU) is far below kSends * kData / 2.
+void MemcgCharge()
+{
+	constexpr const char *kRoot = "/sys/fs/cgroup";
+	const std::string child = std::string(kRoot) + "/umad_abi_check";
+	constexpr int kSends = 16;
+	constexpr size_t kData = 1u << 20;
+	const std::string name = "MemcgCharge: in-flight sends are charged to the writer's memory cgroup (ours only)";
+
+	struct statfs sf{};
+	if (statfs(kRoot, &sf) != 0 || sf.f_type != CGROUP2_SUPER_MAGIC) {
+		if (mount("cgroup2", kRoot, "cgroup2", 0, nullptr) != 0) {
+			Report(name, false, std::string("cannot mount cgroup2 on /sys/fs/cgroup: ") +
+						    std::strerror(errno));
+			return;
+		}
+	}
+	int e = WriteFile(std::string(kRoot) + "/cgroup.subtree_control", "+memory");
+	if (e) {
+		Report(name, false, "cannot enable the memory controller: " + std::string(std::strerror(e)));
+		return;
+	}
+	if (mkdir(child.c_str(), 0755) != 0 && errno != EEXIST) {
+		Report(name, false, "mkdir " + child + ": " + std::strerror(errno));
+		return;
+	}
+
+	// The file, its agent and every user buffer of this case come before
+	// the process joins the cgroup: only the sends are charged there.
+	int fd = open(kUmad, O_RDWR | O_NONBLOCK);
+	auto sa = Req2(1, kClassSa, 2, 0, 0, 1);
+	if (fd < 0 || Register2(fd, &sa) != 0) {
+		Report(name, false, std::string("open and register: ") + std::strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		rmdir(child.c_str());
+		return;
+	}
+	Dest nowhere{.lid = 0x7c, .qpn = 1, .qkey = kGsiQkey, .timeout_ms = 60000};
+	auto buf = Cat(Header(sa.id, nowhere), RmppSaMad(kMethodSet, 0, kData));
+	const std::string pid = std::to_string(getpid());
+
+	e = WriteFile(child + "/cgroup.procs", pid);
+	if (e) {
+		Report(name, false, "cannot join " + child + ": " + std::strerror(e));
+		close(fd);
+		rmdir(child.c_str());
+		return;
+	}
+	long long before = CgroupNumber(child + "/memory.current");
+	int sent = 0;
+	std::string why;
+	for (int i = 0; i < kSends; i++) {
+		PutBe(buf, kHdr + 8, 0x9000 + i, 8);  // a TID of its own
+		if (Write(fd, buf) != static_cast<ssize_t>(buf.size())) {
+			why = "send " + std::to_string(i) + ": " + std::strerror(errno);
+			break;
+		}
+		sent++;
+	}
+	long long after = CgroupNumber(child + "/memory.current");
+	WriteFile(std::string(kRoot) + "/cgroup.procs", pid);  // back to the root
+
+	// Closing cancels the sends; their buffers are uncharged from the child.
+	close(fd);
+	long long closed;
+	auto t0 = std::chrono::steady_clock::now();
+	for (;;) {
+		closed = CgroupNumber(child + "/memory.current");
+		if (after < 0 || closed < after - static_cast<long long>(sent * kData / 2) || Since(t0) > 5)
+			break;
+		usleep(100000);
+	}
+	rmdir(child.c_str());
+
+	const long long held = static_cast<long long>(sent) * static_cast<long long>(kData);
+	const std::string numbers = "memory.current " + std::to_string(before) + " before, " +
+				    std::to_string(after) + " with " + std::to_string(sent) + " sends of " +
+				    std::to_string(kData) + " bytes in flight, " + std::to_string(closed) +
+				    " after close";
+	std::printf("MemcgCharge: %s\n", numbers.c_str());
+	if (!why.empty() || sent != kSends || before < 0 || after < 0) {
+		Report(name, false, why.empty() ? numbers : why);
+		return;
+	}
+	Report(name, after - before >= held / 2, numbers);
+	Report("MemcgCharge: the charge goes when close() cancels the sends (ours only)",
+	       after - closed >= held / 2, numbers);
+}
+
+// Ours only (Linux 6.1 copies the MAD, beyond its first 36 bytes, with
+// file->mutex held): a writer stalled in a fault on its own buffer does not
+// hold up other users of the file.
+//
+// Thread A writes a SubnGet whose header and first 64 MAD bytes lie at the
+// end of an ordinary page and whose rest lies on the next page, registered
+// with userfaultfd (missing mode) and not yet there: A's copy faults and
+// waits. With A stalled, thread B does on the same file what takes
+// file->mutex (a write from ordinary memory, REGISTER_AGENT2, a
+// non-blocking read, poll); it must be done within kBound. Then the page
+// is supplied (UFFDIO_COPY) and A's write must complete. If B is held up,
+// supplying the page (or closing the userfaultfd) releases it, so a
+// failure never hangs the program.
+void StalledWriter()
+{
+	using namespace std::chrono_literals;
+	constexpr auto kBound = 5s;  // generous for a slow (TCG) guest; held up is forever
+	const std::string name = "StalledWriter: ";
+	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+	constexpr size_t kFirst = 64;  // MAD bytes on the ordinary page
+
+	int fd = open(kUmad, O_RDWR | O_NONBLOCK);
+	auto smp = Req2(0);
+	if (fd < 0 || Register2(fd, &smp) != 0) {
+		Report(name + "open and register (ours only)", false, std::strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	int uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+	uffdio_api api{.api = UFFD_API, .features = 0, .ioctls = 0};
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) != 0) {
+		Report(name + "userfaultfd (ours only)", false, std::strerror(errno));
+		if (uffd >= 0)
+			close(uffd);
+		close(fd);
+		return;
+	}
+	void *map = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED) {
+		Report(name + "mmap (ours only)", false, std::strerror(errno));
+		close(uffd);
+		close(fd);
+		return;
+	}
+	auto *region = static_cast<uint8_t *>(map);
+	uffdio_register reg{};
+	reg.range.start = reinterpret_cast<uintptr_t>(region + page);
+	reg.range.len = page;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	int e = ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 ? 0 : errno;
+	Report(name + "the second page is registered with userfaultfd (ours only)", e == 0, std::strerror(e));
+
+	// A's message: the header and kFirst MAD bytes end the first page.
+	Dest nowhere{.lid = 0x7d, .timeout_ms = 1000};
+	auto a_msg = Cat(Header(smp.id, nowhere), SubnGetNodeInfo(0xa000));
+	uint8_t *a_buf = region + page - (kHdr + kFirst);
+	std::memcpy(a_buf, a_msg.data(), kHdr + kFirst);
+	std::vector<uint8_t> second(page);  // what UFFDIO_COPY puts on the page
+	std::memcpy(second.data(), a_msg.data() + kHdr + kFirst, kMad - kFirst);
+
+	std::atomic<bool> a_done{false};
+	ssize_t a_ret = 0;
+	int a_err = 0;
+	std::thread a([&] {
+		a_ret = write(fd, a_buf, kHdr + kMad);
+		a_err = errno;
+		a_done = true;
+	});
+
+	// A's fault arrives on the userfaultfd.
+	pollfd p{uffd, POLLIN, 0};
+	uffd_msg msg{};
+	bool faulted = e == 0 && poll(&p, 1, 5000) == 1 && read(uffd, &msg, sizeof msg) == sizeof msg &&
+		       msg.event == UFFD_EVENT_PAGEFAULT;
+	Report(name + "A's write faults on the missing page (ours only)",
+	       faulted && msg.arg.pagefault.address >= reg.range.start &&
+		       msg.arg.pagefault.address < reg.range.start + page && !a_done,
+	       faulted ? "fault at " + Hex(msg.arg.pagefault.address) : "no fault within 5 s");
+
+	// B: what takes file->mutex, from ordinary memory.
+	std::atomic<bool> b_done{false};
+	ssize_t b_write = 0;
+	int b_write_err = 0, b_reg = 0, b_read_err = 0, b_poll = 0;
+	auto b_msg = Cat(Header(smp.id, nowhere), SubnGetNodeInfo(0xb000));
+	std::vector<uint8_t> b_buf(kHdr + 2048);
+	auto b_start = std::chrono::steady_clock::now();
+	std::thread b([&] {
+		b_write = Write(fd, b_msg);
+		b_write_err = errno;
+		auto extra = Req2(0);
+		b_reg = Register2(fd, &extra);
+		b_read_err = read(fd, b_buf.data(), b_buf.size()) < 0 ? errno : 0;
+		pollfd bp{fd, POLLIN | POLLOUT, 0};
+		b_poll = poll(&bp, 1, 0);
+		b_done = true;
+	});
+	while (!b_done && std::chrono::steady_clock::now() - b_start < kBound)
+		usleep(10000);
+	double b_took = Since(b_start);
+	bool b_in_time = b_done;
+	bool a_still = !a_done;
+	Report(name + "with A stalled, B's write, REGISTER_AGENT2, read and poll are done within 5 s (ours only)",
+	       b_in_time, "B still blocked after " + std::to_string(b_took) + " s: A holds file->mutex");
+	Report(name + "A is still stalled while B ran (ours only)", a_still, "A's write returned early");
+
+	// Supply the page: A's copy goes on and its write completes.
+	uffdio_copy cp{};
+	cp.dst = reg.range.start;
+	cp.src = reinterpret_cast<uintptr_t>(second.data());
+	cp.len = page;
+	cp.mode = 0;
+	e = ioctl(uffd, UFFDIO_COPY, &cp) == 0 ? 0 : errno;
+	Report(name + "UFFDIO_COPY supplies the page (ours only)", e == 0, std::strerror(e));
+	if (e)
+		close(uffd);  // wakes A: its fault is then served as an ordinary one
+	auto t0 = std::chrono::steady_clock::now();
+	while (!a_done && Since(t0) < 10)
+		usleep(10000);
+	bool a_finished = a_done;
+	Report(name + "then A's write completes with the byte count (ours only)",
+	       a_finished && a_ret == static_cast<ssize_t>(kHdr + kMad),
+	       a_finished ? std::to_string(a_ret) + (a_ret < 0 ? std::string(" ") + std::strerror(a_err) : "")
+			  : "still blocked 10 s after UFFDIO_COPY");
+	if (!e)
+		close(uffd);
+	if (!a_finished) {
+		// Not expected (closing the userfaultfd wakes a stalled fault):
+		// A, and B behind it, may never return; stop here.
+		std::printf("%d passed, %d failed\n", passed, failed);
+		std::fflush(stdout);
+		_exit(1);
+	}
+	a.join();
+	b.join();
+	Report(name + "B's operations succeeded (ours only)",
+	       b_write == static_cast<ssize_t>(kHdr + kMad) && b_reg == 0 &&
+		       (b_read_err == 0 || b_read_err == EAGAIN) && b_poll == 1,
+	       "write " + std::to_string(b_write) + (b_write < 0 ? std::string(" ") + std::strerror(b_write_err) : "") +
+		       ", register " + std::strerror(b_reg) + ", read " + std::strerror(b_read_err) + ", poll " +
+		       std::to_string(b_poll));
+	close(fd);
+	munmap(map, 2 * page);
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -578,6 +858,13 @@ int main(int argc, char **argv)
 	Report("close with the send outstanding", close(fd) == 0, std::strerror(errno));
 
 	OldHeader(s);
+
+	// Ours only: both need the debug guest kernel (memory cgroups,
+	// userfaultfd), on which OursUmadAbi runs.
+	if (!s.upstream) {
+		StalledWriter();
+		MemcgCharge();
+	}
 
 	std::printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
