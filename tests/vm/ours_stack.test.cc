@@ -834,7 +834,13 @@ struct MemSnap {
 MemSnap Snapshot(Guest &g)
 {
 	MemSnap s;
-	auto r = g.exec("echo 3 > /proc/sys/vm/drop_caches; sleep 2; cat /proc/slabinfo; echo ==; cat /proc/meminfo; "
+	// SLUB counts every object of a CPU's current slab as active, so a
+	// leaked object taken from such a slab would not show in slabinfo
+	// (a 4 KiB kmalloc per cycle passed unseen that way): `shrink` of
+	// each cache first moves the CPU slabs back to the partial lists and
+	// frees the empty ones, which makes the active counts exact.
+	auto r = g.exec("echo 3 > /proc/sys/vm/drop_caches; for f in /sys/kernel/slab/*/shrink; do echo 1 > $f; done; "
+			"sleep 2; cat /proc/slabinfo; echo ==; cat /proc/meminfo; "
 			"echo ==; grep '^nr_free_pages ' /proc/vmstat",
 			600s);
 	EXPECT_TRUE(Ok(r));
@@ -970,16 +976,27 @@ protected:
 	static constexpr int kSmEvery = 10;
 };
 
-// Caches whose active objects grew by at least one per cycle in both
+// Caches whose active objects grew by 0.8 or more per cycle in both
 // halves, and the meminfo fields that grew beyond their tolerance in both.
 std::string Leaks(const MemSnap &a, const MemSnap &b, const MemSnap &c, int half)
 {
 	std::string out;
+	// The VFS's caches follow what the guest's processes (the lab's agent,
+	// udev) open and look up, not module code: with exact counts (see
+	// Snapshot()) dentry, filp and lsm_inode_cache grew by 16-47 objects
+	// in a half with the upstream stack too. They count in SUnreclaim
+	// below, in bytes, as every other cache does.
+	auto vfs = [](const std::string &name) {
+		return name == "dentry" || name == "filp" || name == "radix_tree_node" ||
+		       (name.size() > 11 && name.ends_with("inode_cache"));
+	};
 	for (const auto &[name, n0] : a.slab_active) {
-		if (!b.slab_active.count(name) || !c.slab_active.count(name))
+		if (!b.slab_active.count(name) || !c.slab_active.count(name) || vfs(name))
 			continue;
 		long d1 = b.slab_active.at(name) - n0, d2 = c.slab_active.at(name) - b.slab_active.at(name);
-		if (d1 >= half && d2 >= half)
+		// 0.8 object per cycle: an object leaked by every cycle can meet
+		// an unrelated free of the same cache now and then.
+		if (d1 >= half * 4 / 5 && d2 >= half * 4 / 5)
 			out += "slab " + name + ": active objects " + std::to_string(n0) + " -> " +
 			       std::to_string(b.slab_active.at(name)) + " -> " + std::to_string(c.slab_active.at(name)) +
 			       " (object size " + std::to_string(a.slab_size.at(name)) + ")\n";
@@ -1047,6 +1064,16 @@ TEST_F(OursReload, CyclesUnderOpenSmLeaveNoLeak)
 			    .count(),
 		    a.free_pages, b.free_pages, c.free_pages, a.meminfo["MemAvailable"], b.meminfo["MemAvailable"],
 		    c.meminfo["MemAvailable"]);
+	// The five caches that grew most over both halves (the noise).
+	std::vector<std::pair<long, std::string>> grown;
+	for (const auto &[name, n0] : a.slab_active)
+		if (b.slab_active.count(name) && c.slab_active.count(name))
+			grown.emplace_back(c.slab_active.at(name) - n0,
+					   name + " " + std::to_string(n0) + " -> " + std::to_string(b.slab_active.at(name)) +
+						   " -> " + std::to_string(c.slab_active.at(name)));
+	std::sort(grown.rbegin(), grown.rend());
+	for (size_t i = 0; i < grown.size() && i < 5; i++)
+		std::printf("slab growth: %s\n", grown[i].second.c_str());
 	EXPECT_EQ(Leaks(a, b, c, half), "");
 	EXPECT_EQ(OurWarnings(g), "") << "after the second half";
 	// And the set still works: loaded once more, OpenSM brings it ACTIVE.
