@@ -145,6 +145,31 @@ TEST(EventDecode, PrivateDataSizeOfEachType)
 	EXPECT_EQ(abi::event_data_size(1000), 0U);
 }
 
+// The buffer we told the kernel about is one byte short of the message's
+// private data, or exactly its size: never a byte beyond either bound.
+TEST(EventDecode, DataLenBoundExact)
+{
+	const auto data = counting(255);
+	for (std::uint32_t ev : {1U, 3U, 4U, 7U, 8U, 10U, 11U, 13U, 14U, 16U, 17U}) {
+		const std::size_t n = abi::event_data_size(ev);
+		for (std::size_t cap : {n - 1, n, n + 1}) {
+			auto r = make(ev, IB_UCM_PRES_DATA);
+			if (ev == 1)
+				r.u.req_resp.qp_type = 2;
+			Event e = abi::decode_event(bytes_of(r), std::span(data).first(cap), {}, nullptr);
+			const std::size_t got = std::visit(
+				[](auto &x) -> std::size_t {
+					if constexpr (requires { x.private_data; })
+						return x.private_data.size();
+					else
+						return 0;
+				},
+				e);
+			EXPECT_EQ(got, std::min(cap, n)) << "event " << ev << " buffer " << cap;
+		}
+	}
+}
+
 TEST(EventDecode, PresentBitClearMeansNoData)
 {
 	auto r = make(7); // DREQ, no PRES_DATA
