@@ -90,7 +90,8 @@ RcQp::RcQp(ibv_context *ctx, int port, int depth, std::size_t slot_size, int slo
 	pd_.reset(ibv_alloc_pd(ctx));
 	if (!pd_)
 		fail(errno ? errno : ENOMEM, "ibv_alloc_pd");
-	mr_.reset(ibv_reg_mr(pd_.get(), buf_.get(), bytes, IBV_ACCESS_LOCAL_WRITE));
+	const int access = IBV_ACCESS_LOCAL_WRITE; // an int: ibv_reg_mr() masks it with another enum
+	mr_.reset(ibv_reg_mr(pd_.get(), buf_.get(), bytes, access));
 	if (!mr_)
 		fail(errno ? errno : ENOMEM, "ibv_reg_mr");
 	cq_.reset(ibv_create_cq(ctx, 2 * depth, nullptr, nullptr, 0));
