@@ -187,8 +187,11 @@ PathRecord parse_path_response(ByteView m, std::uint64_t tid)
 {
 	if (m.size() < kSaData + 64)
 		bad(EBADMSG, "SA response too short");
+	// The upper half of a TID is the kernel's (ib_umad puts its agent's
+	// number there on the way out): compare the lower half only.
+	const bool same_tid = (get64(&m[kMadTid]) & 0xffffffffULL) == (tid & 0xffffffffULL);
 	if (m[1] != kSaClass || m[kMadMethod] != kMethodGetResp || get16(&m[kMadAttrId]) != kAttrPathRecord ||
-	    get64(&m[kMadTid]) != tid)
+	    !same_tid)
 		bad(EBADMSG, "not the SA PathRecord response asked for");
 	const std::uint16_t status = get16(&m[kMadStatus]);
 	if (status != 0)

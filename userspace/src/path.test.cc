@@ -132,6 +132,8 @@ TEST(SaPathRecord, Response)
 		return 0;
 	};
 	EXPECT_EQ(err(78, m), EBADMSG); // another TID
+	m[8] = 0x12; // the upper half is the kernel agent's: ignored
+	EXPECT_EQ(err(77, m), 0);
 	EXPECT_EQ(err(77, ByteView(m).first(119)), EBADMSG);
 	auto m2 = m;
 	m2[3] = 0x01;

@@ -40,8 +40,9 @@ inline constexpr std::uint64_t kPathPkey = 1ULL << 13;
 // A 256-byte SA GET(PathRecord) MAD with transaction ID @tid.
 std::array<std::uint8_t, 256> build_path_query(std::uint64_t tid, std::uint64_t comp_mask,
 					       const PathRecord &query);
-// The PathRecord of a GET_RESP to @tid. EBADMSG for a MAD that is not
-// one (short, wrong class/method/attribute/TID); EHOSTUNREACH if the SA
+// The PathRecord of a GET_RESP to @tid (its lower 32 bits: ib_umad owns
+// the upper half). EBADMSG for a MAD that is not one (short, wrong
+// class/method/attribute/TID); EHOSTUNREACH if the SA
 // answered with a non-zero status (no such path).
 PathRecord parse_path_response(ByteView mad, std::uint64_t tid);
 
