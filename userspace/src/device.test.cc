@@ -5,6 +5,7 @@
 // ib device name against a fake sysfs.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -152,9 +153,12 @@ TEST_F(DeviceTest, OversizedPrivateDataWritesNothing)
 TEST_F(DeviceTest, EveryCommandNumber)
 {
 	ConnectionId a = dev.create_id();
+	const std::uint64_t before = a.uid();
 	a.accept(RepParams{});
 	EXPECT_EQ(last().hdr.cmd, 6U);
 	EXPECT_EQ(last().payload<ib_ucm_rep>().uid, a.uid());
+	EXPECT_NE(a.uid(), before);
+	EXPECT_NE(dev.create_id().uid(), a.uid());
 	a.rtu(Bytes{9});
 	EXPECT_EQ(last().hdr.cmd, 7U);
 	EXPECT_EQ(last().data, std::vector<std::uint8_t>{9});
@@ -251,6 +255,39 @@ TEST_F(DeviceTest, MalformedEventIsEbadmsg)
 		FAIL();
 	} catch (const std::system_error &e) {
 		EXPECT_EQ(e.code().value(), EBADMSG);
+	}
+}
+
+// The real transport, on a FIFO instead of a ucm node: one write() per
+// command, poll() readiness as wait().
+TEST(FileTransport, OneWritePerCommandAndWait)
+{
+	char tmpl[] = "/tmp/ibcmxx-fifo-XXXXXX";
+	ASSERT_NE(mkdtemp(tmpl), nullptr);
+	const std::filesystem::path dir = tmpl, fifo = dir / "ucm0";
+	ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+	{
+		auto t = open_file_transport(fifo);
+		EXPECT_GE(t->fd(), 0);
+		EXPECT_FALSE(t->wait(std::chrono::milliseconds(0)));
+		const auto frame = abi::frame(IB_USER_CM_CMD_LISTEN, abi::listen(3, 0x42, ~0ULL), 0);
+		EXPECT_EQ(t->write(frame), frame.size());
+		EXPECT_TRUE(t->wait(std::chrono::milliseconds(0)));
+		std::vector<std::byte> back(64);
+		EXPECT_EQ(::read(t->fd(), back.data(), back.size()), static_cast<ssize_t>(frame.size()));
+		back.resize(frame.size());
+		EXPECT_EQ(back, frame);
+		EXPECT_FALSE(t->wait(std::chrono::milliseconds(10)));
+		// Non-blocking: a read of the empty FIFO does not sleep.
+		EXPECT_EQ(::read(t->fd(), back.data(), back.size()), -1);
+		EXPECT_EQ(errno, EAGAIN);
+	}
+	std::filesystem::remove_all(dir);
+	try {
+		open_file_transport(dir / "ucm9");
+		FAIL();
+	} catch (const std::system_error &e) {
+		EXPECT_EQ(e.code().value(), ENOENT);
 	}
 }
 

@@ -5,6 +5,8 @@
 //
 // Lifetime: ids keep the Device's channel alive (shared ownership), so a
 // ConnectionId may outlive the Device object that made it.
+// Threads: a Device and its ids share unsynchronized state; use them from
+// one thread at a time.
 // Errors: std::system_error with the errno (see types.h).
 #ifndef IBCM_CM_H
 #define IBCM_CM_H
@@ -110,6 +112,8 @@ public:
 
 	void listen(std::uint64_t service_id, std::uint64_t service_mask = ~0ULL);
 	void connect(const ReqParams &params);
+	// Sends the REP with a new uid for this id (uid() changes): the events
+	// of an id from a ReqReceived carry the listener's uid until then.
 	void accept(const RepParams &params);
 	void rtu(ByteView private_data = {});
 	void reject(std::uint32_t reason, ByteView ari = {}, ByteView private_data = {});
