@@ -165,7 +165,13 @@ void ConnectionId::connect(const ReqParams &p)
 
 void ConnectionId::accept(const RepParams &p)
 {
-	need(channel_).command(IB_USER_CM_CMD_SEND_REP, abi::rep(id_, uid_, p), 0);
+	// An id born from a REQ reports under its listener's uid until the
+	// REP names one of its own (ib_ucm takes the REP's uid for the id).
+	auto &ch = need(channel_);
+	const std::uint64_t uid = ch.next_uid;
+	ch.command(IB_USER_CM_CMD_SEND_REP, abi::rep(id_, uid, p), 0);
+	ch.next_uid++;
+	uid_ = uid;
 }
 
 void ConnectionId::rtu(ByteView data)
