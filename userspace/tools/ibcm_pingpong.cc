@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "traffic.h"
 
 using namespace ibcm;
 using namespace ibcm::tools;
@@ -22,109 +23,16 @@ using namespace std::chrono;
 
 namespace {
 
-constexpr int kMismatch = 3;
-constexpr std::uint64_t kSendFlag = 1ULL << 63;
-
-struct Config {
+struct Config : TrafficConfig {
 	std::string dev;
 	int port = 1;
 	bool server = false;
 	std::uint64_t sid = kDefaultServiceId;
-	std::uint64_t iters = 1000;
-	std::size_t size = 64;
-	int depth = 64;
-	bool verify = true;
-	milliseconds timeout{30000};
 };
-
-std::uint8_t pattern(std::uint64_t msg, std::size_t byte, int side)
-{
-	return static_cast<std::uint8_t>(msg * 7 + byte * 13 + static_cast<std::uint64_t>(side) * 101);
-}
-
-void fill(std::uint8_t *buf, std::size_t size, std::uint64_t msg, int side)
-{
-	for (std::size_t j = 0; j < size; j++)
-		buf[j] = pattern(msg, j, side);
-}
-
-// The first receives, posted once the QP is in INIT and before the peer
-// may send (the server before its REP, the client before its RTU).
-std::uint64_t prime_receives(RcQp &qp, const Config &c)
-{
-	const auto n = std::min<std::uint64_t>(c.iters, static_cast<std::uint64_t>(c.depth));
-	for (std::uint64_t i = 0; i < n; i++)
-		qp.post_recv(static_cast<int>(i), i);
-	return n;
-}
-
-// Both directions at once: each side keeps up to depth receives posted and
-// up to depth sends outstanding (RNR retry 7 covers a slow receiver).
-// Returns 0, or kMismatch at the first wrong byte.
-int traffic(RcQp &qp, const Config &c, int side, std::uint64_t posted_recv)
-{
-	const int peer = 1 - side;
-	std::uint64_t received = 0, sent = 0, send_done = 0;
-	const auto depth = static_cast<std::uint64_t>(c.depth);
-	auto last_progress = steady_clock::now();
-	ibv_wc wc[16];
-	while (received < c.iters || send_done < c.iters) {
-		while (sent < c.iters && sent - send_done < depth) {
-			const int slot = c.depth + static_cast<int>(sent % depth);
-			fill(qp.slot(slot), c.size, sent, side);
-			qp.post_send(slot, c.size, kSendFlag | sent);
-			sent++;
-		}
-		const int n = ibv_poll_cq(qp.cq(), 16, wc);
-		if (n < 0)
-			throw std::runtime_error("ibv_poll_cq failed");
-		if (n == 0) {
-			if (steady_clock::now() - last_progress > c.timeout)
-				throw std::runtime_error("traffic stalled: sent " + std::to_string(send_done) +
-							 ", received " + std::to_string(received));
-			continue;
-		}
-		last_progress = steady_clock::now();
-		for (int i = 0; i < n; i++) {
-			if (wc[i].status != IBV_WC_SUCCESS)
-				throw std::runtime_error(std::string("completion error: ") +
-							 ibv_wc_status_str(wc[i].status));
-			if (wc[i].wr_id & kSendFlag) {
-				send_done++;
-				continue;
-			}
-			const int slot = static_cast<int>(wc[i].wr_id % depth);
-			if (c.verify) {
-				if (wc[i].byte_len != c.size) {
-					std::fprintf(stderr, "message %llu: %u bytes, want %zu\n",
-						     static_cast<unsigned long long>(received), wc[i].byte_len, c.size);
-					return kMismatch;
-				}
-				const std::uint8_t *b = qp.slot(slot);
-				for (std::size_t j = 0; j < c.size; j++) {
-					if (b[j] != pattern(received, j, peer)) {
-						std::fprintf(stderr, "message %llu byte %zu: 0x%02x, want 0x%02x\n",
-							     static_cast<unsigned long long>(received), j, b[j],
-							     pattern(received, j, peer));
-						return kMismatch;
-					}
-				}
-			}
-			received++;
-			if (posted_recv < c.iters) {
-				qp.post_recv(slot, posted_recv);
-				posted_recv++;
-			}
-		}
-	}
-	return 0;
-}
 
 RcQp make_qp(ibv_context *ctx, const Config &c)
 {
-	// Receive slots 0..depth-1, send slots depth..2*depth-1; receive room
-	// for a peer that sends more than we do (ucmatose: 100 bytes).
-	return RcQp(ctx, c.port, c.depth, std::max<std::size_t>(c.size, 4096), 2 * c.depth);
+	return make_traffic_qp(ctx, c.port, c);
 }
 
 void drain_timewait(Device &cm, std::uint32_t id)
@@ -165,7 +73,7 @@ int run_server(const Config &c, const Args &args)
 	conn.accept(rep);
 	wait_for<Established>(cm, conn.handle(), c.timeout);
 	qp.modify(conn, IBV_QPS_RTS);
-	const int rc = traffic(qp, c, 0, primed);
+	const int rc = traffic(qp, c, 0, 1, primed);
 	if (rc)
 		return rc;
 	wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
@@ -206,7 +114,7 @@ int run_client(const Config &c, const Args &args)
 	const auto t1 = steady_clock::now();
 	std::printf("ibcm_pingpong: connected to qpn 0x%06x in %.1f ms\n", rep.remote_qpn,
 		    duration<double, std::milli>(t1 - t0).count());
-	const int rc = traffic(qp, c, 1, primed);
+	const int rc = traffic(qp, c, 1, 0, primed);
 	if (rc)
 		return rc;
 	const double secs = duration<double>(steady_clock::now() - t1).count();
