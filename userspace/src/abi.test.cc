@@ -22,7 +22,7 @@ void expect_hdr(const std::vector<std::byte> &f, std::uint32_t cmd, std::uint16_
 	EXPECT_EQ(host_at<std::uint16_t>(f, 6), out);
 }
 
-TEST(AbiLayout, StructSizesAndOffsets)
+TEST(IbcmAbiLayout, StructSizesAndOffsets)
 {
 	EXPECT_EQ(sizeof(ib_ucm_create_id), 16U);
 	EXPECT_EQ(sizeof(ib_ucm_destroy_id), 16U);
@@ -47,7 +47,7 @@ TEST(AbiLayout, StructSizesAndOffsets)
 	EXPECT_EQ(offsetof(ib_ucm_req_event_resp, port), 160U);
 }
 
-TEST(AbiCommands, CreateId)
+TEST(IbcmAbiCommands, CreateId)
 {
 	ib_ucm_create_id_resp resp{};
 	auto f = abi::frame(IB_USER_CM_CMD_CREATE_ID, abi::create_id(0x1122334455667788ULL, &resp), sizeof(resp));
@@ -56,7 +56,7 @@ TEST(AbiCommands, CreateId)
 	EXPECT_EQ(host_at<std::uint64_t>(f, 16), abi::ptr(&resp));
 }
 
-TEST(AbiCommands, DestroyAndAttrId)
+TEST(IbcmAbiCommands, DestroyAndAttrId)
 {
 	ib_ucm_destroy_id_resp dresp{};
 	auto f = abi::frame(IB_USER_CM_CMD_DESTROY_ID, abi::destroy_id(42, &dresp), sizeof(dresp));
@@ -72,7 +72,7 @@ TEST(AbiCommands, DestroyAndAttrId)
 	EXPECT_EQ(host_at<std::uint32_t>(f, 16), 43U);
 }
 
-TEST(AbiCommands, ListenServiceIdIsBigEndian)
+TEST(IbcmAbiCommands, ListenServiceIdIsBigEndian)
 {
 	auto f = abi::frame(IB_USER_CM_CMD_LISTEN, abi::listen(5, 0x0000000001061c06ULL, 0xffffffffffff0000ULL), 0);
 	expect_hdr(f, 3, 24, 0);
@@ -83,7 +83,7 @@ TEST(AbiCommands, ListenServiceIdIsBigEndian)
 	EXPECT_EQ(host_at<std::uint32_t>(f, 24), 5U);
 }
 
-TEST(AbiCommands, Notify)
+TEST(IbcmAbiCommands, Notify)
 {
 	auto f = abi::frame(IB_USER_CM_CMD_NOTIFY, abi::notify(9, IBV_EVENT_COMM_EST), 0);
 	expect_hdr(f, 4, 8, 0);
@@ -91,7 +91,7 @@ TEST(AbiCommands, Notify)
 	EXPECT_EQ(host_at<std::uint32_t>(f, 12), static_cast<std::uint32_t>(IBV_EVENT_COMM_EST));
 }
 
-TEST(AbiCommands, Req)
+TEST(IbcmAbiCommands, Req)
 {
 	ReqParams p;
 	p.service_id = 0x0000000001060000ULL | 7174;
@@ -124,7 +124,7 @@ TEST(AbiCommands, Req)
 		EXPECT_EQ(u8_at(f, 56 + i), tail[i]) << "byte " << 56 + i;
 }
 
-TEST(AbiCommands, ReqWithoutDataOrAlternateHasNullPointers)
+TEST(IbcmAbiCommands, ReqWithoutDataOrAlternateHasNullPointers)
 {
 	ReqParams p;
 	ib_user_path_rec prim{};
@@ -134,7 +134,7 @@ TEST(AbiCommands, ReqWithoutDataOrAlternateHasNullPointers)
 	EXPECT_EQ(u8_at(f, 56), 0U);
 }
 
-TEST(AbiCommands, ReqRefusesLongPrivateDataAndUd)
+TEST(IbcmAbiCommands, ReqRefusesLongPrivateDataAndUd)
 {
 	ReqParams p;
 	ib_user_path_rec prim{};
@@ -152,7 +152,7 @@ TEST(AbiCommands, ReqRefusesLongPrivateDataAndUd)
 	EXPECT_THROW(abi::req(1, p, &prim, nullptr), std::system_error);
 }
 
-TEST(AbiCommands, Rep)
+TEST(IbcmAbiCommands, Rep)
 {
 	RepParams p;
 	p.qpn = 0x1000042;
@@ -179,7 +179,7 @@ TEST(AbiCommands, Rep)
 	EXPECT_THROW(abi::rep(12, 0, p), std::system_error);
 }
 
-TEST(AbiCommands, RtuDreqDrepPrivateData)
+TEST(IbcmAbiCommands, RtuDreqDrepPrivateData)
 {
 	const Bytes d(10, 3);
 	for (std::uint32_t cmd : {IB_USER_CM_CMD_SEND_RTU, IB_USER_CM_CMD_SEND_DREQ, IB_USER_CM_CMD_SEND_DREP}) {
@@ -193,7 +193,7 @@ TEST(AbiCommands, RtuDreqDrepPrivateData)
 	EXPECT_THROW(abi::private_data(1, Bytes(kDreqPrivateData + 1), kDreqPrivateData), std::system_error);
 }
 
-TEST(AbiCommands, Rej)
+TEST(IbcmAbiCommands, Rej)
 {
 	const Bytes ari(16, 0xaa), d(148, 0xbb);
 	auto f = abi::frame(IB_USER_CM_CMD_SEND_REJ, abi::info(3, kRejInvalidGid, ari, kRejAriLength, d, kRejPrivateData), 0);
@@ -207,7 +207,7 @@ TEST(AbiCommands, Rej)
 	EXPECT_THROW(abi::info(3, 1, Bytes(73), kRejAriLength, {}, kRejPrivateData), std::system_error);
 }
 
-TEST(AbiCommands, Mra)
+TEST(IbcmAbiCommands, Mra)
 {
 	const Bytes d(5, 1);
 	auto f = abi::frame(IB_USER_CM_CMD_SEND_MRA, abi::mra(6, 24, d), 0);
@@ -219,7 +219,7 @@ TEST(AbiCommands, Mra)
 	EXPECT_THROW(abi::mra(6, 32, {}), std::system_error);
 }
 
-TEST(AbiCommands, SidrReqAndRep)
+TEST(IbcmAbiCommands, SidrReqAndRep)
 {
 	SidrReqParams q;
 	q.service_id = 0x0000000001110000ULL | 5000;
@@ -255,7 +255,7 @@ TEST(AbiCommands, SidrReqAndRep)
 	EXPECT_EQ(u8_at(f, 41), 136U);
 }
 
-TEST(AbiCommands, EventAndInitQpAttr)
+TEST(IbcmAbiCommands, EventAndInitQpAttr)
 {
 	ib_ucm_event_resp resp{};
 	std::uint8_t data[255], info[255];
@@ -275,7 +275,7 @@ TEST(AbiCommands, EventAndInitQpAttr)
 	EXPECT_EQ(host_at<std::uint32_t>(f, 20), 2U);
 }
 
-TEST(AbiQpAttr, FromKernel)
+TEST(IbcmAbiQpAttr, FromKernel)
 {
 	ib_uverbs_qp_attr k{};
 	k.qp_attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |

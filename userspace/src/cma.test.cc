@@ -16,7 +16,7 @@ CmaHeader v4()
 	return {*IpAddress::parse("192.168.77.1"), *IpAddress::parse("192.168.77.2"), 0x1234};
 }
 
-TEST(Cma, ServiceIds)
+TEST(IbcmCma, ServiceIds)
 {
 	EXPECT_EQ(rdma_cm_service_id(PortSpace::tcp, 7174), 0x0000000001061c06ULL);
 	EXPECT_EQ(rdma_cm_service_id(PortSpace::tcp, 0), 0x0000000001060000ULL);
@@ -25,7 +25,7 @@ TEST(Cma, ServiceIds)
 	EXPECT_EQ(rdma_cm_service_id(PortSpace::ipoib, 2), 0x0000000000020002ULL);
 }
 
-TEST(Cma, Ipv4ByteImage)
+TEST(IbcmCma, Ipv4ByteImage)
 {
 	const std::array<std::uint8_t, 36> want = {
 		0x00, 0x40, 0x12, 0x34,
@@ -35,7 +35,7 @@ TEST(Cma, Ipv4ByteImage)
 	EXPECT_EQ(build_cma_header(v4()), want);
 }
 
-TEST(Cma, Ipv6ByteImage)
+TEST(IbcmCma, Ipv6ByteImage)
 {
 	CmaHeader h{*IpAddress::parse("fe80::1"), *IpAddress::parse("2001:db8::abcd"), 18515};
 	const std::array<std::uint8_t, 36> want = {
@@ -50,7 +50,7 @@ TEST(Cma, Ipv6ByteImage)
 	EXPECT_EQ(parsed->src.to_string(), "fe80::1");
 }
 
-TEST(Cma, ParseRoundTripAndUserData)
+TEST(IbcmCma, ParseRoundTripAndUserData)
 {
 	const Bytes pd = cma_req_private_data(v4(), Bytes{7, 8, 9});
 	ASSERT_EQ(pd.size(), 39U);
@@ -68,7 +68,7 @@ TEST(Cma, ParseRoundTripAndUserData)
 	}
 }
 
-TEST(Cma, ParseRejects)
+TEST(IbcmCma, ParseRejects)
 {
 	auto b = build_cma_header(v4());
 	EXPECT_FALSE(parse_cma_header(ByteView(b).first(35)).has_value());
@@ -84,7 +84,7 @@ TEST(Cma, ParseRejects)
 	EXPECT_FALSE(parse_cma_header(bad).has_value());
 }
 
-TEST(Cma, MixedVersionsRefused)
+TEST(IbcmCma, MixedVersionsRefused)
 {
 	CmaHeader h{*IpAddress::parse("10.0.0.1"), *IpAddress::parse("::1"), 1};
 	EXPECT_THROW(build_cma_header(h), std::system_error);

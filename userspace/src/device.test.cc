@@ -18,14 +18,14 @@ namespace {
 
 using test::KernelState;
 
-struct DeviceTest : ::testing::Test {
+struct IbcmDeviceTest : ::testing::Test {
 	std::shared_ptr<KernelState> k = std::make_shared<KernelState>();
 	Device dev{std::make_unique<test::FakeKernel>(k)};
 
 	const test::Command &last() const { return k->commands.back(); }
 };
 
-TEST_F(DeviceTest, CreateIdGivesDistinctUidsAndKernelIds)
+TEST_F(IbcmDeviceTest, CreateIdGivesDistinctUidsAndKernelIds)
 {
 	ConnectionId a = dev.create_id();
 	ConnectionId b = dev.create_id();
@@ -37,7 +37,7 @@ TEST_F(DeviceTest, CreateIdGivesDistinctUidsAndKernelIds)
 	EXPECT_EQ(k->commands[0].payload<ib_ucm_create_id>().uid, a.uid());
 }
 
-TEST_F(DeviceTest, DestructorDestroysOnce)
+TEST_F(IbcmDeviceTest, DestructorDestroysOnce)
 {
 	{
 		ConnectionId a = dev.create_id();
@@ -48,7 +48,7 @@ TEST_F(DeviceTest, DestructorDestroysOnce)
 	EXPECT_EQ(last().hdr.out, 4U);
 }
 
-TEST_F(DeviceTest, MovedFromDoesNotDestroy)
+TEST_F(IbcmDeviceTest, MovedFromDoesNotDestroy)
 {
 	{
 		ConnectionId a = dev.create_id();
@@ -63,7 +63,7 @@ TEST_F(DeviceTest, MovedFromDoesNotDestroy)
 	EXPECT_EQ(k->destroyed, std::vector<std::uint32_t>{100});
 }
 
-TEST_F(DeviceTest, MoveAssignDestroysTheOldId)
+TEST_F(IbcmDeviceTest, MoveAssignDestroysTheOldId)
 {
 	ConnectionId a = dev.create_id();
 	ConnectionId b = dev.create_id();
@@ -72,7 +72,7 @@ TEST_F(DeviceTest, MoveAssignDestroysTheOldId)
 	EXPECT_EQ(a.handle(), 101U);
 }
 
-TEST_F(DeviceTest, ExplicitDestroyReturnsEventCountAndEmpties)
+TEST_F(IbcmDeviceTest, ExplicitDestroyReturnsEventCountAndEmpties)
 {
 	ConnectionId a = dev.create_id();
 	EXPECT_EQ(a.destroy(), 7U);
@@ -82,7 +82,7 @@ TEST_F(DeviceTest, ExplicitDestroyReturnsEventCountAndEmpties)
 	EXPECT_EQ(k->destroyed.size(), 1U);
 }
 
-TEST_F(DeviceTest, IdsOutliveTheDevice)
+TEST_F(IbcmDeviceTest, IdsOutliveTheDevice)
 {
 	ConnectionId a;
 	{
@@ -94,7 +94,7 @@ TEST_F(DeviceTest, IdsOutliveTheDevice)
 	EXPECT_EQ(k->destroyed.size(), 1U);
 }
 
-TEST_F(DeviceTest, ListenWritesServiceIdAndMask)
+TEST_F(IbcmDeviceTest, ListenWritesServiceIdAndMask)
 {
 	Listener l = dev.listen(0x0000000001060000ULL | 7174, 0xffffffffffffffffULL);
 	const auto p = last().payload<ib_ucm_listen>();
@@ -104,7 +104,7 @@ TEST_F(DeviceTest, ListenWritesServiceIdAndMask)
 	EXPECT_EQ(p.id, l.handle());
 }
 
-TEST_F(DeviceTest, ConnectCopiesPathsAndData)
+TEST_F(IbcmDeviceTest, ConnectCopiesPathsAndData)
 {
 	ConnectionId a = dev.create_id();
 	ReqParams p;
@@ -131,7 +131,7 @@ TEST_F(DeviceTest, ConnectCopiesPathsAndData)
 	EXPECT_EQ(c.payload<ib_ucm_req>().id, a.handle());
 }
 
-TEST_F(DeviceTest, OversizedPrivateDataWritesNothing)
+TEST_F(IbcmDeviceTest, OversizedPrivateDataWritesNothing)
 {
 	ConnectionId a = dev.create_id();
 	const std::size_t before = k->commands.size();
@@ -150,7 +150,7 @@ TEST_F(DeviceTest, OversizedPrivateDataWritesNothing)
 	EXPECT_EQ(k->commands.size(), before);
 }
 
-TEST_F(DeviceTest, EveryCommandNumber)
+TEST_F(IbcmDeviceTest, EveryCommandNumber)
 {
 	ConnectionId a = dev.create_id();
 	const std::uint64_t before = a.uid();
@@ -185,7 +185,7 @@ TEST_F(DeviceTest, EveryCommandNumber)
 	EXPECT_EQ(at.remote_id, 0x5678U);
 }
 
-TEST_F(DeviceTest, InitQpAttr)
+TEST_F(IbcmDeviceTest, InitQpAttr)
 {
 	ConnectionId a = dev.create_id();
 	k->qp_attr.qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -200,7 +200,7 @@ TEST_F(DeviceTest, InitQpAttr)
 	EXPECT_EQ(q.mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-TEST_F(DeviceTest, KernelErrnoBecomesSystemError)
+TEST_F(IbcmDeviceTest, KernelErrnoBecomesSystemError)
 {
 	ConnectionId a = dev.create_id();
 	k->fail_next = EISCONN;
@@ -212,7 +212,7 @@ TEST_F(DeviceTest, KernelErrnoBecomesSystemError)
 	}
 }
 
-TEST_F(DeviceTest, NextEventPumpsAndOwnsTheNewId)
+TEST_F(IbcmDeviceTest, NextEventPumpsAndOwnsTheNewId)
 {
 	EXPECT_FALSE(dev.next_event(std::chrono::milliseconds(0)).has_value());
 	Listener l = dev.listen(0x42);
@@ -245,7 +245,7 @@ TEST_F(DeviceTest, NextEventPumpsAndOwnsTheNewId)
 	EXPECT_FALSE(dev.next_event(std::chrono::milliseconds(0)).has_value());
 }
 
-TEST_F(DeviceTest, MalformedEventIsEbadmsg)
+TEST_F(IbcmDeviceTest, MalformedEventIsEbadmsg)
 {
 	test::QueuedEvent q;
 	q.resp.event = 99;
@@ -260,7 +260,7 @@ TEST_F(DeviceTest, MalformedEventIsEbadmsg)
 
 // The real transport, on a FIFO instead of a ucm node: one write() per
 // command, poll() readiness as wait().
-TEST(FileTransport, OneWritePerCommandAndWait)
+TEST(IbcmFileTransport, OneWritePerCommandAndWait)
 {
 	char tmpl[] = "/tmp/ibcmxx-fifo-XXXXXX";
 	ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -291,7 +291,7 @@ TEST(FileTransport, OneWritePerCommandAndWait)
 	}
 }
 
-struct FakeSysfs : ::testing::Test {
+struct IbcmFakeSysfs : ::testing::Test {
 	std::filesystem::path root;
 	void SetUp() override
 	{
@@ -317,7 +317,7 @@ struct FakeSysfs : ::testing::Test {
 	}
 };
 
-TEST_F(FakeSysfs, FindsTheNodeByIbdev)
+TEST_F(IbcmFakeSysfs, FindsTheNodeByIbdev)
 {
 	EXPECT_EQ(Device::find_node("mthca1", root, "/dev"), std::filesystem::path("/dev/infiniband/ucm1"));
 	EXPECT_EQ(Device::find_node("mthca0", root, "/dev"), std::filesystem::path("/dev/infiniband/ucm0"));
@@ -325,7 +325,7 @@ TEST_F(FakeSysfs, FindsTheNodeByIbdev)
 	EXPECT_EQ(find_errno("mthca"), ENODEV);
 }
 
-TEST_F(FakeSysfs, ChecksAbiVersion)
+TEST_F(IbcmFakeSysfs, ChecksAbiVersion)
 {
 	write("class/infiniband_cm/abi_version", "4\n");
 	EXPECT_EQ(find_errno("mthca0"), EPROTONOSUPPORT);
@@ -333,7 +333,7 @@ TEST_F(FakeSysfs, ChecksAbiVersion)
 	EXPECT_EQ(find_errno("mthca0"), ENODEV);
 }
 
-TEST_F(FakeSysfs, OpenOfAMissingNodeFails)
+TEST_F(IbcmFakeSysfs, OpenOfAMissingNodeFails)
 {
 	EXPECT_THROW(Device::open("mthca0", root, root / "nodev"), std::system_error);
 }

@@ -42,7 +42,7 @@ int decode_errno(std::span<const std::byte> resp)
 	return 0;
 }
 
-TEST(EventDecode, ReqReceivedWithPaths)
+TEST(IbcmEventDecode, ReqReceivedWithPaths)
 {
 	auto r = make(1, IB_UCM_PRES_DATA | IB_UCM_PRES_PRIMARY | IB_UCM_PRES_ALTERNATE);
 	auto &q = r.u.req_resp;
@@ -100,7 +100,7 @@ TEST(EventDecode, ReqReceivedWithPaths)
 	EXPECT_EQ(header(ev).id, 17U);
 }
 
-TEST(EventDecode, PrivateDataNeverBeyondTheBufferWeGave)
+TEST(IbcmEventDecode, PrivateDataNeverBeyondTheBufferWeGave)
 {
 	const auto data = counting(10);
 	for (std::uint32_t ev : {1U, 3U, 4U, 7U, 8U, 10U, 11U, 13U, 14U, 16U, 17U}) {
@@ -121,7 +121,7 @@ TEST(EventDecode, PrivateDataNeverBeyondTheBufferWeGave)
 	}
 }
 
-TEST(EventDecode, PrivateDataSizeOfEachType)
+TEST(IbcmEventDecode, PrivateDataSizeOfEachType)
 {
 	const auto data = counting(255);
 	const std::pair<std::uint32_t, std::size_t> sizes[] = {
@@ -147,7 +147,7 @@ TEST(EventDecode, PrivateDataSizeOfEachType)
 
 // The buffer we told the kernel about is one byte short of the message's
 // private data, or exactly its size: never a byte beyond either bound.
-TEST(EventDecode, DataLenBoundExact)
+TEST(IbcmEventDecode, DataLenBoundExact)
 {
 	const auto data = counting(255);
 	for (std::uint32_t ev : {1U, 3U, 4U, 7U, 8U, 10U, 11U, 13U, 14U, 16U, 17U}) {
@@ -170,7 +170,7 @@ TEST(EventDecode, DataLenBoundExact)
 	}
 }
 
-TEST(EventDecode, PresentBitClearMeansNoData)
+TEST(IbcmEventDecode, PresentBitClearMeansNoData)
 {
 	auto r = make(7); // DREQ, no PRES_DATA
 	const auto data = counting(255);
@@ -178,7 +178,7 @@ TEST(EventDecode, PresentBitClearMeansNoData)
 	EXPECT_TRUE(std::get<DreqReceived>(e).private_data.empty());
 }
 
-TEST(EventDecode, RejWithAri)
+TEST(IbcmEventDecode, RejWithAri)
 {
 	auto r = make(11, IB_UCM_PRES_DATA | IB_UCM_PRES_INFO);
 	r.u.rej_resp.reason = kRejInvalidServiceId;
@@ -197,7 +197,7 @@ TEST(EventDecode, RejWithAri)
 	EXPECT_TRUE(std::get<RejReceived>(e).ari.empty());
 }
 
-TEST(EventDecode, RepMraApSidr)
+TEST(IbcmEventDecode, RepMraApSidr)
 {
 	auto r = make(3);
 	r.u.rep_resp.remote_qpn = 0xff000abc; // masked to 24 bits
@@ -237,7 +237,7 @@ TEST(EventDecode, RepMraApSidr)
 	EXPECT_EQ(apr.info.size(), kAprInfoLength);
 }
 
-TEST(EventDecode, EstablishedAndErrors)
+TEST(IbcmEventDecode, EstablishedAndErrors)
 {
 	auto r = make(4);
 	EXPECT_FALSE(std::get<Established>(abi::decode_event(bytes_of(r), {}, {}, nullptr)).by_user);
@@ -265,7 +265,7 @@ TEST(EventDecode, EstablishedAndErrors)
 	}
 }
 
-TEST(EventDecode, HostileResponses)
+TEST(IbcmEventDecode, HostileResponses)
 {
 	auto r = make(9);
 	EXPECT_EQ(decode_errno(bytes_of(r, 23)), EBADMSG); // shorter than the header

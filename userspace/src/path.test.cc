@@ -37,7 +37,7 @@ PathRecord sample()
 	return p;
 }
 
-TEST(Gid, ParseAndFormat)
+TEST(IbcmGid, ParseAndFormat)
 {
 	const auto g = parse_gid("fe80:0000:0000:0000:0002:c903:0000:1234");
 	ASSERT_TRUE(g.has_value());
@@ -47,7 +47,7 @@ TEST(Gid, ParseAndFormat)
 	EXPECT_FALSE(parse_gid("fe80::zz").has_value());
 }
 
-TEST(UserPathRec, ByteOrderAndRoundTrip)
+TEST(IbcmUserPathRec, ByteOrderAndRoundTrip)
 {
 	const PathRecord p = sample();
 	const ib_user_path_rec r = abi::to_user(p);
@@ -69,7 +69,7 @@ TEST(UserPathRec, ByteOrderAndRoundTrip)
 	EXPECT_EQ(abi::from_user(r), p);
 }
 
-TEST(SaPathRecord, ByteImage)
+TEST(IbcmSaPathRecord, ByteImage)
 {
 	const auto b = pack_sa_path(sample());
 	for (int i = 0; i < 8; i++)
@@ -98,7 +98,7 @@ TEST(SaPathRecord, ByteImage)
 	EXPECT_THROW(unpack_sa_path(ByteView(b).first(63)), std::system_error);
 }
 
-TEST(SaPathRecord, QueryMad)
+TEST(IbcmSaPathRecord, QueryMad)
 {
 	const auto m = build_path_query(0x0102030405060708ULL, kPathDgid | kPathSgid | kPathNumbPath, sample());
 	EXPECT_EQ(m[0], 1); // base version
@@ -118,7 +118,7 @@ TEST(SaPathRecord, QueryMad)
 	EXPECT_EQ(m[56 + 8], 0xfe); // DGID in the attribute
 }
 
-TEST(SaPathRecord, Response)
+TEST(IbcmSaPathRecord, Response)
 {
 	auto m = build_path_query(77, kPathDlid, sample());
 	m[3] = 0x81;
@@ -146,7 +146,7 @@ TEST(SaPathRecord, Response)
 	EXPECT_EQ(err(77, m2), EHOSTUNREACH);
 }
 
-TEST(MakePath, FromPortAttr)
+TEST(IbcmMakePath, FromPortAttr)
 {
 	ibv_port_attr port{};
 	port.lid = 3;

@@ -20,7 +20,7 @@ Args parse(std::vector<std::string> v)
 	return Args(static_cast<int>(argv.size()), argv.data(), {"server", "no-sa"}, {"dev", "dlid", "sid"});
 }
 
-TEST(ToolArgs, FlagsOptionsNumbers)
+TEST(IbcmToolArgs, FlagsOptionsNumbers)
 {
 	const Args a = parse({"--dev", "mthca0", "--server", "--sid", "0x1060000", "--dlid", "12"});
 	EXPECT_TRUE(a.has("server"));
@@ -35,7 +35,7 @@ TEST(ToolArgs, FlagsOptionsNumbers)
 	EXPECT_THROW(parse({"--dlid", "12x"}).num("dlid", 0), UsageError);
 }
 
-struct WaitFor : ::testing::Test {
+struct IbcmWaitFor : ::testing::Test {
 	std::shared_ptr<test::KernelState> k = std::make_shared<test::KernelState>();
 	Device dev{std::make_unique<test::FakeKernel>(k)};
 
@@ -52,7 +52,7 @@ struct WaitFor : ::testing::Test {
 	}
 };
 
-TEST_F(WaitFor, SkipsMraAndOtherIds)
+TEST_F(IbcmWaitFor, SkipsMraAndOtherIds)
 {
 	queue(5, 10); // MRA for us
 	queue(6, 3); // REP for another id
@@ -62,7 +62,7 @@ TEST_F(WaitFor, SkipsMraAndOtherIds)
 	EXPECT_TRUE(k->events.empty());
 }
 
-TEST_F(WaitFor, RejectIsAnError)
+TEST_F(IbcmWaitFor, RejectIsAnError)
 {
 	queue(5, 11, kRejInvalidServiceId);
 	try {
@@ -80,13 +80,13 @@ TEST_F(WaitFor, RejectIsAnError)
 	}
 }
 
-TEST_F(WaitFor, TimesOut)
+TEST_F(IbcmWaitFor, TimesOut)
 {
 	queue(6, 3);
 	EXPECT_THROW(wait_for<RepReceived>(dev, 5, std::chrono::milliseconds(30)), std::runtime_error);
 }
 
-TEST(ToolCma, Describe)
+TEST(IbcmToolCma, Describe)
 {
 	const Bytes pd = cma_req_private_data({*IpAddress::parse("10.0.0.1"), *IpAddress::parse("10.0.0.2"), 4000});
 	EXPECT_EQ(describe_cma(pd), "rdma_cm peer 10.0.0.1 port 4000 -> 10.0.0.2");
