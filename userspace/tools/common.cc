@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "common.h"
+
+#include <random>
+
+namespace ibcm::tools {
+
+Args::Args(int argc, char **argv, const std::vector<std::string> &flags, const std::vector<std::string> &options)
+{
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		if (a.rfind("--", 0) != 0)
+			throw UsageError("unexpected argument " + a);
+		a = a.substr(2);
+		bool flag = false, option = false;
+		for (const auto &f : flags)
+			flag |= f == a;
+		for (const auto &o : options)
+			option |= o == a;
+		if (!flag && !option)
+			throw UsageError("unknown option --" + a);
+		if (flag) {
+			values_[a] = "1";
+		} else {
+			if (i + 1 >= argc)
+				throw UsageError("--" + a + " needs a value");
+			values_[a] = argv[++i];
+		}
+	}
+}
+
+std::string Args::str(const std::string &key, const std::string &def) const
+{
+	auto it = values_.find(key);
+	return it == values_.end() ? def : it->second;
+}
+
+std::uint64_t Args::num(const std::string &key, std::uint64_t def) const
+{
+	auto it = values_.find(key);
+	if (it == values_.end())
+		return def;
+	try {
+		std::size_t pos = 0;
+		const std::uint64_t v = std::stoull(it->second, &pos, 0);
+		if (pos != it->second.size())
+			throw UsageError("");
+		return v;
+	} catch (const std::exception &) {
+		throw UsageError("--" + key + ": not a number: " + it->second);
+	}
+}
+
+PathRecord resolve_path(const Args &args, ibv_context *ctx, const std::string &dev, int port)
+{
+	std::optional<Gid> dgid;
+	if (args.has("dgid")) {
+		dgid = parse_gid(args.str("dgid"));
+		if (!dgid)
+			throw UsageError("--dgid: not a GID");
+	}
+	if (!dgid && !args.has("dlid"))
+		throw UsageError("the client needs --dgid or --dlid");
+	const auto dlid = static_cast<std::uint16_t>(args.num("dlid", 0));
+	if (args.has("no-sa")) {
+		const ibv_port_attr pa = query_port(ctx, port);
+		const Gid own = query_gid(ctx, port);
+		if (!args.has("dlid"))
+			throw UsageError("--no-sa needs --dlid");
+		if (!dgid) {
+			if (dlid != pa.lid)
+				throw UsageError("--no-sa to another port needs --dgid too");
+			dgid = own;
+		}
+		return make_path(pa, own, dlid, *dgid);
+	}
+	SaClient sa(dev, port);
+	return dgid ? sa.path_by_dgid(*dgid) : sa.path_by_dlid(dlid);
+}
+
+std::string describe_unexpected(const Event &ev)
+{
+	std::string s = std::string("unexpected CM event ") + event_name(ev);
+	if (auto *rej = std::get_if<RejReceived>(&ev))
+		s += " (reason " + std::to_string(rej->reason) + ")";
+	std::visit(
+		[&](const auto &e) {
+			if constexpr (std::is_base_of_v<SendError, std::decay_t<decltype(e)>>)
+				s += " (send status " + std::to_string(e.send_status) + ")";
+		},
+		ev);
+	return s;
+}
+
+std::string describe_cma(ByteView pd)
+{
+	const auto h = parse_cma_header(pd);
+	if (!h)
+		return "";
+	return "rdma_cm peer " + h->src.to_string() + " port " + std::to_string(h->src_port) + " -> " +
+	       h->dst.to_string();
+}
+
+std::uint32_t random_psn()
+{
+	return std::random_device{}() & 0xffffff;
+}
+
+} // namespace ibcm::tools

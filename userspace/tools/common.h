@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+// Shared by ibcm_pingpong and ibcm_connrate: options, paths, event waits.
+#ifndef IBCM_TOOLS_COMMON_H
+#define IBCM_TOOLS_COMMON_H
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ibcm/ibcm.h"
+
+namespace ibcm::tools {
+
+inline constexpr std::uint64_t kDefaultServiceId = 0x0000000000abcd01ULL;
+
+// --key value and --flag options; positional arguments are refused.
+class Args {
+public:
+	// @flags: the options that take no value; @options: those that take
+	// one. Anything else is a UsageError.
+	Args(int argc, char **argv, const std::vector<std::string> &flags,
+	     const std::vector<std::string> &options);
+	bool has(const std::string &key) const { return values_.count(key) != 0; }
+	std::string str(const std::string &key, const std::string &def = "") const;
+	std::uint64_t num(const std::string &key, std::uint64_t def) const; // 0x.. accepted
+
+private:
+	std::map<std::string, std::string> values_;
+};
+
+class UsageError : public std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
+// The path to the peer from --dgid / --dlid: through the SA, or with
+// --no-sa from make_path() (--dgid defaults to our own GID when --dlid is
+// our own LID: loopback).
+PathRecord resolve_path(const Args &args, ibv_context *ctx, const std::string &dev, int port);
+
+// Waits for an event of type T for connection @id, skipping MRAs (and
+// anything for other ids). A REJ, a send error or any other event is
+// thrown as std::runtime_error naming it. Timeout -> std::runtime_error.
+template <typename T> T wait_for(Device &cm, std::uint32_t id, std::chrono::milliseconds timeout);
+
+// The cma_hdr of a REQ's private data, as text, or "" if none.
+std::string describe_cma(ByteView private_data);
+
+std::uint32_t random_psn();
+
+} // namespace ibcm::tools
+
+#include "common_wait.h"
+
+#endif

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+// ibcm_connrate: --count connect/accept/disconnect cycles through ib_ucm
+// (libibcmxx), one at a time; prints connections per second.
+//
+//   server: ibcm_connrate --dev mthca0 --server [--count N] [--sid S] [--no-qp]
+//   client: ibcm_connrate --dev mthca0 (--dgid G | --dlid L) [--no-sa]
+//           [--count N] [--sid S] [--no-qp]
+//
+// Each cycle creates an RC QP and moves it INIT/RTR/RTS with the CM's
+// attributes, unless --no-qp (then the REQ/REP name made-up QPNs and only
+// the CM exchange is timed). Exit status: 0 ok, 1 error, 2 usage.
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "common.h"
+
+using namespace ibcm;
+using namespace ibcm::tools;
+using namespace std::chrono;
+
+namespace {
+
+struct Config {
+	std::string dev;
+	int port = 1;
+	std::uint64_t sid = kDefaultServiceId;
+	std::uint64_t count = 100;
+	bool qps = true;
+	milliseconds timeout{30000};
+};
+
+std::optional<RcQp> new_qp(ibv_context *ctx, const Config &c)
+{
+	if (!c.qps)
+		return std::nullopt;
+	return RcQp(ctx, c.port, 4, 64, 1);
+}
+
+void report(const char *who, std::uint64_t n, steady_clock::duration d)
+{
+	const double s = duration<double>(d).count();
+	std::printf("ibcm_connrate: %s: %llu connections in %.3f s: %.1f connections/s\n", who,
+		    static_cast<unsigned long long>(n), s, static_cast<double>(n) / s);
+}
+
+int run_server(const Config &c)
+{
+	ContextPtr ctx = open_verbs(c.dev);
+	Device cm = Device::open(c.dev);
+	Listener listener = cm.listen(c.sid);
+	std::printf("ibcm_connrate: listening on service 0x%016llx\n", static_cast<unsigned long long>(c.sid));
+	std::fflush(stdout);
+	struct Conn {
+		ConnectionId id;
+		std::optional<RcQp> qp;
+	};
+	std::map<std::uint32_t, Conn> conns;
+	std::uint64_t served = 0, fake_qpn = 0x800;
+	std::optional<steady_clock::time_point> t0;
+	while (served < c.count || !conns.empty()) {
+		std::optional<Event> ev = cm.next_event(c.timeout);
+		if (!ev) {
+			if (served >= c.count)
+				break; // timewaits not reported in time: done anyway
+			throw std::runtime_error("no CM event for " + std::to_string(c.timeout.count()) + " ms");
+		}
+		const std::uint32_t id = header(*ev).id;
+		if (auto *req = std::get_if<ReqReceived>(&*ev)) {
+			if (!t0)
+				t0 = steady_clock::now();
+			Conn conn{std::move(req->conn), new_qp(ctx.get(), c)};
+			RepParams rep;
+			rep.psn = random_psn();
+			rep.rnr_retry_count = 7;
+			if (conn.qp) {
+				conn.qp->modify(conn.id, IBV_QPS_INIT);
+				conn.qp->modify(conn.id, IBV_QPS_RTR);
+				rep.qpn = conn.qp->qpn();
+			} else {
+				rep.qpn = static_cast<std::uint32_t>(fake_qpn++ & 0xffffff);
+			}
+			conn.id.accept(rep);
+			conns.emplace(id, std::move(conn));
+			continue;
+		}
+		auto it = conns.find(id);
+		if (it == conns.end())
+			continue;
+		if (std::holds_alternative<Established>(*ev)) {
+			if (it->second.qp)
+				it->second.qp->modify(it->second.id, IBV_QPS_RTS);
+		} else if (std::holds_alternative<DreqReceived>(*ev)) {
+			it->second.id.drep();
+			served++;
+			if (served == c.count)
+				report("server", served, steady_clock::now() - *t0);
+		} else if (std::holds_alternative<TimewaitExit>(*ev)) {
+			conns.erase(it);
+		} else if (std::holds_alternative<MraReceived>(*ev)) {
+			// the peer needs more time: fine
+		} else {
+			std::fprintf(stderr, "ibcm_connrate: %s\n", describe_unexpected(*ev).c_str());
+			conns.erase(it);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int run_client(const Config &c, const Args &args)
+{
+	ContextPtr ctx = open_verbs(c.dev);
+	const PathRecord path = resolve_path(args, ctx.get(), c.dev, c.port);
+	Device cm = Device::open(c.dev);
+	const auto t0 = steady_clock::now();
+	for (std::uint64_t i = 0; i < c.count; i++) {
+		std::optional<RcQp> qp = new_qp(ctx.get(), c);
+		ConnectionId conn = cm.create_id();
+		ReqParams req;
+		req.service_id = c.sid;
+		req.qpn = qp ? qp->qpn() : static_cast<std::uint32_t>((0x400 + i) & 0xffffff);
+		req.psn = random_psn();
+		req.primary_path = path;
+		conn.connect(req);
+		wait_for<RepReceived>(cm, conn.handle(), c.timeout);
+		if (qp) {
+			qp->modify(conn, IBV_QPS_INIT);
+			qp->modify(conn, IBV_QPS_RTR);
+			qp->modify(conn, IBV_QPS_RTS);
+		}
+		conn.rtu();
+		conn.disconnect();
+		wait_for<DrepReceived>(cm, conn.handle(), c.timeout);
+		// conn is destroyed in timewait; the kernel finishes it.
+	}
+	report("client", c.count, steady_clock::now() - t0);
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	try {
+		const Args args(argc, argv, {"server", "no-sa", "no-qp", "help"},
+				{"dev", "port", "sid", "dgid", "dlid", "count", "timeout"});
+		if (args.has("help") || !args.has("dev"))
+			throw UsageError("");
+		Config c;
+		c.dev = args.str("dev");
+		c.port = static_cast<int>(args.num("port", 1));
+		c.sid = args.num("sid", kDefaultServiceId);
+		c.count = args.num("count", 100);
+		c.qps = !args.has("no-qp");
+		c.timeout = milliseconds(args.num("timeout", 30) * 1000);
+		if (c.count == 0)
+			throw UsageError("--count >= 1");
+		return args.has("server") ? run_server(c) : run_client(c, args);
+	} catch (const UsageError &e) {
+		if (*e.what())
+			std::cerr << "ibcm_connrate: " << e.what() << "\n";
+		std::cerr << "usage: ibcm_connrate --dev IBDEV [--port N] --server [--count N] [--sid S] [--no-qp]\n"
+			     "       ibcm_connrate --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
+			     "                     [--count N] [--sid S] [--no-qp] [--timeout SECONDS]\n";
+		return 2;
+	} catch (const std::exception &e) {
+		std::cerr << "ibcm_connrate: " << e.what() << "\n";
+		return 1;
+	}
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+// ibcm_pingpong: an RC connection set up through ib_ucm (libibcmxx), then
+// --iters SEND messages of --size bytes each way, every byte checked, and a
+// DREQ/DREP disconnect. Exit status: 0 ok, 1 error, 2 usage, 3 data mismatch.
+//
+//   server: ibcm_pingpong --dev mthca0 --server [--sid S | --rdma-cm-port P]
+//   client: ibcm_pingpong --dev mthca0 (--dgid G | --dlid L) [--no-sa]
+//           [--sid S | --rdma-cm-port P --src-ip A --dst-ip B] [--no-verify]
+//
+// --rdma-cm-port P uses the rdma_cm service ID of RDMA_PS_TCP and P, and
+// (client) puts the cma_hdr in the REQ, so an rdma_cm server such as
+// "ucmatose -s -p P" accepts it; its data is not our pattern: --no-verify.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "common.h"
+#include "traffic.h"
+
+using namespace ibcm;
+using namespace ibcm::tools;
+using namespace std::chrono;
+
+namespace {
+
+struct Config : TrafficConfig {
+	std::string dev;
+	int port = 1;
+	bool server = false;
+	std::uint64_t sid = kDefaultServiceId;
+};
+
+RcQp make_qp(ibv_context *ctx, const Config &c)
+{
+	return make_traffic_qp(ctx, c.port, c);
+}
+
+void drain_timewait(Device &cm, std::uint32_t id)
+{
+	try {
+		wait_for<TimewaitExit>(cm, id, milliseconds(5000));
+	} catch (const std::exception &) {
+		// timewait is the kernel's business; not waiting longer is fine
+	}
+}
+
+int run_server(const Config &c, const Args &args)
+{
+	ContextPtr ctx = open_verbs(c.dev);
+	const ibv_port_attr pa = query_port(ctx.get(), c.port);
+	Device cm = Device::open(c.dev);
+	Listener listener = cm.listen(c.sid);
+	std::printf("ibcm_pingpong: listening on service 0x%016llx, lid %u gid %s\n",
+		    static_cast<unsigned long long>(c.sid), pa.lid, format_gid(query_gid(ctx.get(), c.port)).c_str());
+	std::fflush(stdout);
+
+	ReqReceived req = wait_for<ReqReceived>(cm, listener.handle(), c.timeout);
+	ConnectionId conn = std::move(req.conn);
+	if (args.has("rdma-cm-port")) {
+		const std::string who = describe_cma(req.private_data);
+		std::printf("ibcm_pingpong: REQ from %s\n", who.empty() ? "a peer without cma_hdr" : who.c_str());
+	}
+	RcQp qp = make_qp(ctx.get(), c);
+	qp.modify(conn, IBV_QPS_INIT);
+	const std::uint64_t primed = prime_receives(qp, c);
+	qp.modify(conn, IBV_QPS_RTR);
+	RepParams rep;
+	rep.qpn = qp.qpn();
+	rep.psn = random_psn();
+	rep.responder_resources = std::min<std::uint8_t>(req.initiator_depth, 1);
+	rep.initiator_depth = std::min<std::uint8_t>(req.responder_resources, 1);
+	rep.rnr_retry_count = 7;
+	conn.accept(rep);
+	wait_for<Established>(cm, conn.handle(), c.timeout);
+	qp.modify(conn, IBV_QPS_RTS);
+	const int rc = traffic(qp, c, 0, 1, primed);
+	if (rc)
+		return rc;
+	wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
+	conn.drep();
+	drain_timewait(cm, conn.handle());
+	std::printf("ibcm_pingpong: server done, %llu messages of %zu bytes each way\n",
+		    static_cast<unsigned long long>(c.iters), c.size);
+	return 0;
+}
+
+int run_client(const Config &c, const Args &args)
+{
+	ContextPtr ctx = open_verbs(c.dev);
+	const PathRecord path = resolve_path(args, ctx.get(), c.dev, c.port);
+	Device cm = Device::open(c.dev);
+	RcQp qp = make_qp(ctx.get(), c);
+	ConnectionId conn = cm.create_id();
+	ReqParams req;
+	req.service_id = c.sid;
+	req.qpn = qp.qpn();
+	req.psn = random_psn();
+	req.primary_path = path;
+	req.rnr_retry_count = 7;
+	if (args.has("rdma-cm-port")) {
+		const auto src = IpAddress::parse(args.str("src-ip")), dst = IpAddress::parse(args.str("dst-ip"));
+		if (!src || !dst)
+			throw UsageError("--rdma-cm-port needs --src-ip and --dst-ip");
+		req.private_data = cma_req_private_data({*src, *dst, static_cast<std::uint16_t>(args.num("src-port", 0))});
+	}
+	const auto t0 = steady_clock::now();
+	conn.connect(req);
+	RepReceived rep = wait_for<RepReceived>(cm, conn.handle(), c.timeout);
+	qp.modify(conn, IBV_QPS_INIT);
+	const std::uint64_t primed = prime_receives(qp, c);
+	qp.modify(conn, IBV_QPS_RTR);
+	qp.modify(conn, IBV_QPS_RTS);
+	conn.rtu();
+	const auto t1 = steady_clock::now();
+	std::printf("ibcm_pingpong: connected to qpn 0x%06x in %.1f ms\n", rep.remote_qpn,
+		    duration<double, std::milli>(t1 - t0).count());
+	const int rc = traffic(qp, c, 1, 0, primed);
+	if (rc)
+		return rc;
+	const double secs = duration<double>(steady_clock::now() - t1).count();
+	bool answered = false;
+	try {
+		conn.disconnect();
+	} catch (const std::system_error &) {
+		// the server disconnected first (an rdma_cm server does)
+		wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
+		conn.drep();
+		answered = true;
+	}
+	if (!answered) {
+		std::optional<Event> ev;
+		const auto deadline = steady_clock::now() + c.timeout;
+		for (;;) {
+			if (steady_clock::now() > deadline)
+				throw std::runtime_error("no DREP");
+			ev = cm.next_event(c.timeout);
+			if (!ev || header(*ev).id != conn.handle())
+				continue;
+			if (std::holds_alternative<DrepReceived>(*ev))
+				break;
+			if (std::holds_alternative<DreqReceived>(*ev)) { // both sides sent DREQ
+				try {
+					conn.drep();
+				} catch (const std::system_error &) {
+				}
+				break;
+			}
+			throw std::runtime_error(describe_unexpected(*ev));
+		}
+	}
+	drain_timewait(cm, conn.handle());
+	std::printf("ibcm_pingpong: %llu messages of %zu bytes each way in %.3f s (%.0f msg/s), %s\n",
+		    static_cast<unsigned long long>(c.iters), c.size, secs, 2.0 * static_cast<double>(c.iters) / secs,
+		    c.verify ? "data verified" : "data not verified");
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	try {
+		const Args args(argc, argv, {"server", "no-sa", "no-verify", "help"},
+				{"dev", "port", "sid", "rdma-cm-port", "src-ip", "dst-ip", "src-port", "dgid", "dlid",
+				 "iters", "size", "depth", "timeout"});
+		if (args.has("help") || !args.has("dev"))
+			throw UsageError("");
+		Config c;
+		c.dev = args.str("dev");
+		c.port = static_cast<int>(args.num("port", 1));
+		c.server = args.has("server");
+		c.iters = args.num("iters", 1000);
+		c.size = args.num("size", 64);
+		c.depth = static_cast<int>(args.num("depth", 64));
+		c.verify = !args.has("no-verify");
+		c.timeout = milliseconds(args.num("timeout", 30) * 1000);
+		if (c.size == 0 || c.size > 65536 || c.depth <= 0 || c.depth > 4096 || c.iters == 0)
+			throw UsageError("--size 1..65536, --depth 1..4096, --iters >= 1");
+		if (args.has("rdma-cm-port")) {
+			const auto p = args.num("rdma-cm-port", 0);
+			if (p > 0xffff)
+				throw UsageError("--rdma-cm-port: 0..65535");
+			c.sid = rdma_cm_service_id(PortSpace::tcp, static_cast<std::uint16_t>(p));
+		} else {
+			c.sid = args.num("sid", kDefaultServiceId);
+		}
+		return c.server ? run_server(c, args) : run_client(c, args);
+	} catch (const UsageError &e) {
+		if (*e.what())
+			std::cerr << "ibcm_pingpong: " << e.what() << "\n";
+		std::cerr << "usage: ibcm_pingpong --dev IBDEV [--port N] --server [--sid S | --rdma-cm-port P]\n"
+			     "       ibcm_pingpong --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
+			     "                     [--sid S | --rdma-cm-port P --src-ip A --dst-ip B [--src-port Q]]\n"
+			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify]\n";
+		return 2;
+	} catch (const std::exception &e) {
+		std::cerr << "ibcm_pingpong: " << e.what() << "\n";
+		return 1;
+	}
+}
