@@ -116,7 +116,7 @@ static void ucm_test_path(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, p.preference, 0xcd);
 	KUNIT_EXPECT_EQ(test, p.dgid.raw[0], 0xfe);
 	KUNIT_EXPECT_EQ(test, p.sgid.raw[15], 2);
-	KUNIT_EXPECT_EQ(test, p.service_id, 0);
+	KUNIT_EXPECT_TRUE(test, !p.service_id);
 	ucm_path_to_user(&back, &p);
 	KUNIT_EXPECT_EQ(test, memcmp(&back, &u, sizeof(u)), 0);
 
