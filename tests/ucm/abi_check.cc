@@ -363,6 +363,8 @@ void CaseIds()
 			other = id;
 	Check(AttrId(b, other) == ENOENT, "ATTR_ID of another file's id -> ENOENT", ErrName(AttrId(b, other)));
 	Check(Listen(b, other, 0x5000) == ENOENT, "LISTEN on another file's id -> ENOENT");
+	Check(Listen(a, ids[0], 0x01000005) == EINVAL, "LISTEN on an rdma_cm service ID -> EINVAL");
+	Check(Listen(a, ids[0], 0x00010005) == EINVAL, "LISTEN on an SDP service ID -> EINVAL");
 	Check(DestroyId(b, other) == ENOENT, "DESTROY_ID of another file's id -> ENOENT");
 	Check(AttrId(a, 0x7fffffff) == ENOENT, "ATTR_ID of an unknown id -> ENOENT");
 	Check(AttrId(a, 0xffffffff) == ENOENT, "ATTR_ID of id 0xffffffff -> ENOENT");

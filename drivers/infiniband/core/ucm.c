@@ -280,6 +280,24 @@ static void ucm_path_to_user(struct ib_user_path_rec *dst,
 	dst->preference = src->preference;
 }
 
+/*
+ * ucm_check_listen() - the service IDs kernel consumers own are not for
+ * user space: rdma_cm's (0x0000000001xxxxxx, its port space and port) and
+ * SDP's (0x000000000001xxxx). A listen whose match could take one of them
+ * (the ID under its mask; a mask of 0 means all bits) is -EINVAL.
+ */
+static int ucm_check_listen(__be64 service_id, __be64 service_mask)
+{
+	u64 mask = service_mask ? be64_to_cpu(service_mask) : ~0ULL;
+	u64 sid = be64_to_cpu(service_id) & mask;
+
+	if ((sid & 0xffffffffff000000ULL) == 0x0000000001000000ULL)
+		return -EINVAL;
+	if ((sid & 0xffffffffffff0000ULL) == 0x0000000000010000ULL)
+		return -EINVAL;
+	return 0;
+}
+
 /* Bytes of private data an event's message carries (0: none). */
 static u8 ucm_event_data_size(enum ib_cm_event_type event)
 {
@@ -1133,8 +1151,10 @@ static int ucm_cmd_on_id(struct ucm_file *file, u32 op, const void *in)
 	case IB_USER_CM_CMD_LISTEN: {
 		const struct ib_ucm_listen *cmd = in;
 
-		ret = ib_cm_listen(ctx->cm_id, cmd->service_id,
-				   cmd->service_mask);
+		ret = ucm_check_listen(cmd->service_id, cmd->service_mask);
+		if (!ret)
+			ret = ib_cm_listen(ctx->cm_id, cmd->service_id,
+					   cmd->service_mask);
 		break;
 	}
 	case IB_USER_CM_CMD_NOTIFY:

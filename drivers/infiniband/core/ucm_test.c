@@ -259,7 +259,26 @@ static void ucm_test_max_events(struct kunit *test)
 	max_events = saved;
 }
 
+static void ucm_test_listen(struct kunit *test)
+{
+	__be64 all = cpu_to_be64(~0ULL);
+
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x7000), all), 0);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x1000000000000000ULL), 0), 0);
+	/* rdma_cm's range, first and last, and through a wide mask */
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01000000), all), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01ffffff), 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01000000),
+					       cpu_to_be64(0xffffffffff000000ULL)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x02000000), all), 0);
+	/* SDP's */
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x00010000), all), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x0001ffff), all), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x00020000), all), 0);
+}
+
 static struct kunit_case ucm_test_cases[] = {
+	KUNIT_CASE(ucm_test_listen),
 	KUNIT_CASE(ucm_test_sizes),
 	KUNIT_CASE(ucm_test_hdr),
 	KUNIT_CASE(ucm_test_path),
