@@ -664,6 +664,39 @@ void CaseQueueBound(const Port &port)
 	close(a);
 }
 
+// A listener destroyed while REQs for it arrive: its handler runs for
+// them up to the destroy, which must wait for it before the id's memory
+// goes (the debug kernel's KASAN would see a use after free otherwise).
+// Every REQ is answered: a REQ event on the new id or a REJ.
+void CaseDestroyUnderLoad(const Port &port)
+{
+	int p = OpenDev(true), a = OpenDev();
+	uint32_t lid;
+	CreateId(p, 1, &lid);
+	Listen(p, lid, 0x7500);
+	ib_user_path_rec path = LoopPath(port);
+	const int n = 40;
+	int sent = 0;
+	for (int i = 0; i < n; i++) {
+		uint32_t cid;
+		CreateId(a, 200 + i, &cid);
+		sent += SendReq(a, cid, 0x7500, &path, nullptr, 0, 0x2000 + i) == 0;
+		if (i == n / 2)
+			DestroyId(p, lid);
+	}
+	uint32_t rep = 0;
+	int e = DestroyId(p, lid, &rep);
+	Check(sent == n && e == ENOENT, "a listener destroyed while REQs arrive",
+	      "sent " + std::to_string(sent) + ", second destroy " + ErrName(e));
+	close(p);	// the connections its REQs made are rejected
+	Event ev;
+	int rejs = 0;
+	while (rejs < n && WaitEvent(a, 11, &ev, 20000) == 0)
+		rejs++;
+	Check(rejs == n, "every REQ of them is rejected", std::to_string(rejs) + " REJs");
+	close(a);
+}
+
 int Cycles(const Port &port, int n)
 {
 	int p = OpenDev(), a = OpenDev();
@@ -845,6 +878,7 @@ int main(int argc, char **argv)
 	CaseLoopback(port);
 	CaseClosePending(port);
 	CaseQueueBound(port);
+	CaseDestroyUnderLoad(port);
 	std::printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;
 }
