@@ -12,6 +12,7 @@
 // "<p> passed, <f> failed" and exits non-zero when anything failed.
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -26,6 +27,8 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <atomic>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -664,37 +667,48 @@ void CaseQueueBound(const Port &port)
 	close(a);
 }
 
-// A listener destroyed while REQs for it arrive: its handler runs for
-// them up to the destroy, which must wait for it before the id's memory
-// goes (the debug kernel's KASAN would see a use after free otherwise).
-// Every REQ is answered: a REQ event on the new id or a REJ.
+// Listeners destroyed while REQs for them arrive: a second thread sends
+// REQs while the listener goes, so handlers for it are under way when
+// DESTROY_ID runs, which must wait for them before the id's memory goes
+// (the debug kernel's KASAN would see a use after free otherwise). Every
+// REQ is answered: by a REQ event on a new id (rejected when the passive
+// file closes) or by a REJ for an unknown service.
 void CaseDestroyUnderLoad(const Port &port)
 {
-	int p = OpenDev(true), a = OpenDev();
-	uint32_t lid;
-	CreateId(p, 1, &lid);
-	Listen(p, lid, 0x7500);
-	ib_user_path_rec path = LoopPath(port);
-	const int n = 40;
-	int sent = 0;
-	for (int i = 0; i < n; i++) {
-		uint32_t cid;
-		CreateId(a, 200 + i, &cid);
-		sent += SendReq(a, cid, 0x7500, &path, nullptr, 0, 0x2000 + i) == 0;
-		if (i == n / 2)
-			DestroyId(p, lid);
+	const int rounds = 10, n = 40;
+	int sent = 0, rejs = 0, late = 0;
+	for (int round = 0; round < rounds; round++) {
+		int p = OpenDev(true), a = OpenDev();
+		uint32_t lid;
+		uint64_t sid = 0x7500 + round;
+		CreateId(p, 1, &lid);
+		Listen(p, lid, sid);
+		ib_user_path_rec path = LoopPath(port);
+		std::atomic<int> count{0};
+		std::thread sender([&] {
+			for (int i = 0; i < n; i++) {
+				uint32_t cid;
+				CreateId(a, 200 + i, &cid);
+				count += SendReq(a, cid, sid, &path, nullptr, 0, 0x2000 + round * n + i) == 0;
+			}
+		});
+		while (count < n / 4)
+			sched_yield();
+		DestroyId(p, lid);
+		sender.join();
+		sent += count;
+		late += DestroyId(p, lid) == ENOENT;
+		close(p);
+		Event ev;
+		int r = 0;
+		while (r < n && WaitEvent(a, 11, &ev, 20000) == 0)
+			r++;
+		rejs += r;
+		close(a);
 	}
-	uint32_t rep = 0;
-	int e = DestroyId(p, lid, &rep);
-	Check(sent == n && e == ENOENT, "a listener destroyed while REQs arrive",
-	      "sent " + std::to_string(sent) + ", second destroy " + ErrName(e));
-	close(p);	// the connections its REQs made are rejected
-	Event ev;
-	int rejs = 0;
-	while (rejs < n && WaitEvent(a, 11, &ev, 20000) == 0)
-		rejs++;
-	Check(rejs == n, "every REQ of them is rejected", std::to_string(rejs) + " REJs");
-	close(a);
+	Check(sent == rounds * n && late == rounds && rejs == rounds * n,
+	      "listeners destroyed while REQs arrive: every REQ rejected",
+	      "sent " + std::to_string(sent) + " REJs " + std::to_string(rejs) + " gone " + std::to_string(late));
 }
 
 int Cycles(const Port &port, int n)
