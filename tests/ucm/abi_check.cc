@@ -711,6 +711,46 @@ void CaseDestroyUnderLoad(const Port &port)
 	      "sent " + std::to_string(sent) + " REJs " + std::to_string(rejs) + " gone " + std::to_string(late));
 }
 
+// DESTROY_ID of a listener while a handler for its REQ sleeps (the
+// module's test-only delay_handler_ms): the destroy must wait for the
+// handler, whose event then names the new id; freeing the listener's
+// memory first would be a use after free (KASAN on the debug kernel).
+void CaseDestroyRacesHandler(const Port &port)
+{
+	const char *knob = "/sys/module/ib_ucm/parameters/delay_handler_ms";
+	if (ReadFile(knob).empty()) {
+		Fail("destroy waits for a running handler", std::string("no ") + knob);
+		return;
+	}
+	int p = OpenDev(true), a = OpenDev();
+	uint32_t lid, cid;
+	CreateId(p, 0x77, &lid);
+	Listen(p, lid, 0x7600);
+	CreateId(a, 1, &cid);
+	ib_user_path_rec path = LoopPath(port);
+	{
+		std::ofstream f(knob);
+		f << "400\n";
+	}
+	int e = SendReq(a, cid, 0x7600, &path, nullptr, 0, 0x3000);
+	usleep(150000);	// the REQ's handler is asleep in its delay now
+	auto t0 = std::chrono::steady_clock::now();
+	int d = DestroyId(p, lid);
+	double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	{
+		std::ofstream f(knob);
+		f << "0\n";
+	}
+	Event ev;
+	int g = GetEvent(p, &ev);
+	Check(e == 0 && d == 0 && g == 0 && ev.resp.event == 1 && ev.resp.uid == 0x77 && ev.resp.id != lid,
+	      "destroy waits for a running handler (its REQ event names the new id)",
+	      "req " + ErrName(e) + " destroy " + ErrName(d) + " event " + ErrName(g) + " after " +
+		      std::to_string(int(ms)) + " ms");
+	close(p);
+	close(a);
+}
+
 int Cycles(const Port &port, int n)
 {
 	int p = OpenDev(), a = OpenDev();
@@ -893,6 +933,7 @@ int main(int argc, char **argv)
 	CaseClosePending(port);
 	CaseQueueBound(port);
 	CaseDestroyUnderLoad(port);
+	CaseDestroyRacesHandler(port);
 	std::printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;
 }

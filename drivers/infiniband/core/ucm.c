@@ -21,6 +21,7 @@
 #include <linux/cdev.h>
 #include <linux/completion.h>
 #include <linux/cred.h>
+#include <linux/delay.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
@@ -55,6 +56,16 @@ static unsigned int max_events = 1024;
 module_param(max_events, uint, 0644);
 MODULE_PARM_DESC(max_events,
 		 "events queued per open file (1..65536, default 1024); when full, new connections are rejected and other events dropped, counted in events_dropped");
+
+/*
+ * Test only (tests/ucm/abi_check): each event handler sleeps this long
+ * before it queues its event, so a test can destroy an id while a handler
+ * of it is under way. Capped at 1000 ms.
+ */
+static unsigned int delay_handler_ms;
+module_param(delay_handler_ms, uint, 0644);
+MODULE_PARM_DESC(delay_handler_ms,
+		 "test only: ms each event handler sleeps before queueing its event (0..1000, default 0)");
 
 static unsigned int ucm_max_events(void)
 {
@@ -555,6 +566,7 @@ static int ucm_event_handler(struct ib_cm_id *cm_id, struct ib_cm_event *event)
 	struct ucm_file *file = ctx->file;
 	bool new_conn = ucm_new_conn(event->event), full = false;
 	struct ucm_event *ev;
+	unsigned int delay;
 	u32 id;
 
 	ev = kzalloc(sizeof(*ev), GFP_KERNEL);
@@ -570,6 +582,10 @@ static int ucm_event_handler(struct ib_cm_id *cm_id, struct ib_cm_event *event)
 		refcount_set(&nctx->refs, 1);
 		init_completion(&nctx->done);
 	}
+
+	delay = min(READ_ONCE(delay_handler_ms), 1000U);
+	if (delay)
+		msleep(delay);
 
 	mutex_lock(&file->mutex);
 	full = file->n_events >= ucm_max_events();
