@@ -104,6 +104,8 @@ struct ucm_device {
  *	and events_reported; never held across a call into ib_cm or a
  *	user copy
  * @ctxs: id -> struct ucm_ctx
+ * @next_id: where the cyclic allocation of ids goes on, so a destroyed
+ *	id's number is not handed out again at once
  * @events: queued struct ucm_event, oldest first
  * @n_events: their number, at most ucm_max_events()
  * @closed: no new id may be added (close or device removal)
@@ -115,6 +117,7 @@ struct ucm_file {
 	struct ucm_device	*udev;
 	struct mutex		mutex;	/* see above; the cm handler takes it */
 	struct xarray		ctxs;
+	u32			next_id;
 	struct list_head	events;
 	unsigned int		n_events;
 	bool			closed;
@@ -593,7 +596,8 @@ static int ucm_event_handler(struct ib_cm_id *cm_id, struct ib_cm_event *event)
 		goto drop_unlock;
 	if (nctx) {
 		nctx->uid = ctx->uid;
-		if (xa_alloc(&file->ctxs, &id, nctx, xa_limit_31b, GFP_KERNEL))
+		if (xa_alloc_cyclic(&file->ctxs, &id, nctx, xa_limit_31b,
+				    &file->next_id, GFP_KERNEL) < 0)
 			goto drop_unlock;
 		nctx->id = id;
 		/* The new cm_id's events run after this one returns. */
@@ -678,9 +682,10 @@ static int ucm_cmd_create_id(struct ucm_file *file, const void *in)
 
 	mutex_lock(&file->mutex);
 	ret = file->closed ? -ENODEV :
-		xa_alloc(&file->ctxs, &ctx->id, ctx, xa_limit_31b, GFP_KERNEL);
+		xa_alloc_cyclic(&file->ctxs, &ctx->id, ctx, xa_limit_31b,
+				&file->next_id, GFP_KERNEL);
 	mutex_unlock(&file->mutex);
-	if (ret)
+	if (ret < 0)
 		goto err_cm;
 
 	resp.id = ctx->id;
