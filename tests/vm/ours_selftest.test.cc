@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "pingpong.h"
 #include "vm_fixture.h"
 
 namespace iblab::vmtest {
@@ -185,6 +186,28 @@ TEST_F(OursSelftest, RemoteKeyCoversTheRegionOnly)
 	Pair();
 	std::string all = RunTest(guest("vm0"), "all");
 	EXPECT_TRUE(all.starts_with("PASS all")) << all;
+}
+
+// Issue 10: user verbs between two guests of ours (our ib_uverbs and
+// ib_mthca on both sides, under Debian's libibverbs), on the debug kernel
+// of this suite: the ibv_*_pingpong examples with their data checked, and
+// perftest both ways. Then ib_uverbs unloads on both (no file or object
+// left) and the kernel said nothing (the lab's dmesg check).
+TEST_F(OursSelftest, UserVerbsBetweenTwoGuestsOfOurs)
+{
+	Guest &a = guest("vm0"), &b = guest("vm1");
+	for (Guest *g : {&a, &b})
+		ASSERT_TRUE(Ok(Run(*g, "modprobe ib_uverbs && grep O /sys/module/ib_uverbs/taint")));
+	for (const char *tool : {"ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong"}) {
+		SCOPED_TRACE(tool);
+		if (!ExpectPingpong(tool, a, b, "vm0"))
+			return;
+	}
+	ExpectPingpong("ibv_rc_pingpong", b, a, "vm1", " -e");
+	ExpectPerftest("ib_write_bw", 65536, a, b, "vm0");
+	ExpectPerftest("ib_read_bw", 65536, b, a, "vm1");
+	for (Guest *g : {&a, &b})
+		EXPECT_TRUE(Ok(Run(*g, "rmmod ib_uverbs")));
 }
 
 TEST_F(OursSelftest, RemovalWithTheDeviceAndReload)

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "ours_user_verbs.h"
+#include "pingpong.h"
 
 namespace iblab::vmtest {
 namespace {
@@ -45,49 +46,6 @@ protected:
 		}
 	}
 
-	struct Pair {
-		std::string server, client;
-		ExecResult srv, cli;
-		bool srv_done = false;
-	};
-
-	// Runs `server` in `sg` and, once it listens, `client` (which names
-	// the server's host) in `cg`.
-	static Pair RunPair(Guest &sg, const std::string &server, Guest &cg, const std::string &client)
-	{
-		Pair p{server, client, {}, {}, false};
-		// 50 round trips take a few seconds; a hang is a failure.
-		auto srv = sg.start_exec(server, 90s);
-		std::this_thread::sleep_for(2s);  // let it listen
-		p.cli = cg.exec(client, 60s);
-		p.srv_done = srv->wait_for(60s);
-		if (p.srv_done)
-			p.srv = srv->result();
-		else
-			p.srv.output = srv->take_new_output();
-		return p;
-	}
-
-	// Both sides exit 0 and report "<iters> iters in"; false if not.
-	static bool ExpectPingpong(const std::string &tool, Guest &sg, Guest &cg, const std::string &host,
-				   const std::string &extra = "")
-	{
-		const std::string args = " -g 0 -n 50 -c" + extra;
-		Pair p = RunPair(sg, tool + args + " 2>&1", cg, tool + args + " " + host + " 2>&1");
-		const std::string where = tool + ": server " + sg.name() + " (" + to_string(sg.stack()) + "), client " +
-					  cg.name() + " (" + to_string(cg.stack()) + ")";
-		EXPECT_TRUE(p.cli.ok()) << where << ": client " << p.cli.describe() << "\n" << p.cli.output
-					<< "\n--- server ---\n" << p.srv.output;
-		EXPECT_TRUE(p.srv_done && p.srv.ok())
-			<< where << ": server " << (p.srv_done ? p.srv.describe() : "did not finish") << "\n"
-			<< p.srv.output << "\n--- client ---\n" << p.cli.output;
-		const std::regex iters("(^|\\n)[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec\\n50 iters in ");
-		EXPECT_TRUE(std::regex_search(p.cli.output, iters)) << where << ": client:\n" << p.cli.output;
-		EXPECT_TRUE(std::regex_search(p.srv.output, iters)) << where << ": server:\n" << p.srv.output;
-		return p.cli.ok() && p.srv_done && p.srv.ok() && std::regex_search(p.cli.output, iters) &&
-		       std::regex_search(p.srv.output, iters);
-	}
-
 	// Ours serving upstream, upstream serving ours, ours serving ours; the
 	// first role that fails ends the test (a broken stack would make each
 	// of the others wait out its time limit as well).
@@ -110,32 +68,13 @@ protected:
 		}
 	}
 
-	// perftest between ours and upstream, both roles. perftest converts cycles
-	// to time with a clock it calibrates at the end of a run and may refuse to
-	// report ("Correlation coefficient r^2") when TCG on a loaded host scatters
-	// its samples; such a run (the traffic already done) is repeated, at most
-	// twice. Each run must report its result row: "<bytes> <iterations> ...".
+	// perftest between ours and upstream, both roles (ExpectPerftest); the
+	// first role that fails ends the test.
 	static void BothRoles(const std::string &tool, unsigned bytes)
 	{
 		Guest &ours = guest("vm0"), &up = guest("vm1");
-		const std::string n = " -n 100";
-		const std::regex row("(^|\\n)\\s*" + std::to_string(bytes) + "\\s+100\\s+[0-9]+\\.[0-9]+");
 		for (auto [sg, cg, host] : {std::tuple{&ours, &up, "vm0"}, std::tuple{&up, &ours, "vm1"}}) {
-			SCOPED_TRACE(tool + ": server " + sg->name() + ", client " + cg->name());
-			Pair p;
-			for (int tries = 0; tries < 3; ++tries) {
-				p = RunPair(*sg, tool + n + " 2>&1", *cg, tool + n + " " + host + " 2>&1");
-				if (p.cli.output.find("Correlation coefficient r^2") == std::string::npos &&
-				    p.srv.output.find("Correlation coefficient r^2") == std::string::npos)
-					break;
-				std::cerr << "perftest could not calibrate its clock; running again\n";
-			}
-			EXPECT_TRUE(p.cli.ok()) << "client " << p.cli.describe() << "\n" << p.cli.output
-						<< "\n--- server ---\n" << p.srv.output;
-			EXPECT_TRUE(p.srv_done && p.srv.ok()) << "server\n" << p.srv.output;
-			EXPECT_TRUE(std::regex_search(p.cli.output, row) || std::regex_search(p.srv.output, row))
-				<< "no result row for " << bytes << " bytes x 100:\n" << p.cli.output
-				<< "\n--- server ---\n" << p.srv.output;
+			ExpectPerftest(tool, bytes, *sg, *cg, host);
 			if (HasFailure())
 				return;
 		}
