@@ -815,7 +815,7 @@ static int ucm_cmd_notify(struct ucm_ctx *ctx, const void *in)
 	case IB_EVENT_COMM_EST:
 		return ib_cm_establish(ctx->cm_id);
 	case IB_EVENT_PATH_MIG:
-		return -EOPNOTSUPP;	/* no alternate paths (no LAP) */
+		return -EOPNOTSUPP;	/* path migration is not carried out */
 	default:
 		return -EINVAL;
 	}
