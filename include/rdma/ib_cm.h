@@ -7,8 +7,8 @@
  * Status (Documentation/cm.md): ib_cm.ko (core/cm.c) implements the
  * connection calls below over per-port CM agents of ib_mad: REQ, REP, RTU,
  * REJ, MRA, DREQ, DREP, establish, init_qp_attr, timewait, stale
- * connections, SIDR_REQ/SIDR_REP. LAP/APR are declared but return
- * -EOPNOTSUPP, and their messages are dropped; redirect is not carried out.
+ * connections, SIDR_REQ/SIDR_REP, LAP/APR (alternate path loading between
+ * peers that support it). Redirect and path migration are not carried out.
  */
 #ifndef IB_CM_H
 #define IB_CM_H
@@ -592,10 +592,11 @@ int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 /**
  * ib_send_cm_lap() - propose an alternate path
  * @cm_id: an IB_CM_ESTABLISHED id with no LAP exchange under way
- * @alternate_path: the path
+ * @alternate_path: the path, as this side sees it
  * @private_data: up to IB_CM_LAP_PRIVATE_DATA_SIZE bytes, or NULL
  * @private_data_len: its length
  *
+ * The answer comes as IB_CM_APR_RECEIVED, none as IB_CM_LAP_ERROR.
  * Upstream 6.1 peers never answer a LAP (Documentation/cm.md).
  *
  * Return: 0, -EINVAL, or a send errno.
@@ -645,6 +646,11 @@ int ib_send_cm_sidr_rep(struct ib_cm_id *cm_id,
  * @qp_attr: in: qp_state, the state the consumer moves the QP to
  *	(IB_QPS_INIT, IB_QPS_RTR or IB_QPS_RTS); out: the attributes
  * @qp_attr_mask: out: which attributes were set, for ib_modify_qp()
+ *
+ * After a LAP exchange, IB_QPS_RTS gives the RTS to RTS transition that
+ * loads the alternate path (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE, REARM):
+ * on the LAP's receiver from IB_CM_LAP_RECEIVED on, on its sender once the
+ * APR accepted the path.
  *
  * Return: 0, or -EINVAL when the id's state gives no attributes for that
  * transition.

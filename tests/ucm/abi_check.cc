@@ -36,6 +36,7 @@
 #include <endian.h>
 
 #include "../../include/rdma/ib_user_cm.h"
+#include <rdma/ib_user_verbs.h>
 
 namespace {
 
@@ -476,11 +477,6 @@ void CasePrivateData(const Port &port)
 	q.primary_path = uintptr_t(&path);
 	e = Cmd(fd, IB_USER_CM_CMD_SEND_REQ, q);
 	Check(e == EINVAL, "REQ for a UD QP -> EINVAL", ErrName(e));
-	ib_ucm_lap lap{};
-	lap.id = id;
-	lap.path = uintptr_t(&path);
-	e = Cmd(fd, IB_USER_CM_CMD_SEND_LAP, lap);
-	Check(e == EOPNOTSUPP, "LAP -> EOPNOTSUPP", ErrName(e));
 	close(fd);
 }
 
@@ -893,6 +889,166 @@ int Fuzz(const Port &port, long n, unsigned seed)
 
 }  // namespace
 
+// LAP/APR (IBA 12.8) over one loopback connection: the framing and the
+// bounds of both commands, LAP outside ESTABLISHED, then a LAP answered
+// with an accepting APR (each side's INIT_QP_ATTR RTS loads the alternate
+// path) and one answered with a refusing APR (the status passes through).
+const uint32_t kLapReceived = 13, kAprReceived = 14;
+
+int SendLap(int fd, uint32_t id, const ib_user_path_rec *path, const void *data, uint8_t len)
+{
+	ib_ucm_lap c{};
+	c.id = id;
+	c.path = uintptr_t(path);
+	c.data = uintptr_t(data);
+	c.len = len;
+	return Cmd(fd, IB_USER_CM_CMD_SEND_LAP, c);
+}
+
+int SendApr(int fd, uint32_t id, uint32_t status, const void *info, uint8_t info_len, const void *data,
+	    uint8_t len)
+{
+	ib_ucm_info c{};
+	c.id = id;
+	c.status = status;
+	c.info = uintptr_t(info);
+	c.info_len = info_len;
+	c.data = uintptr_t(data);
+	c.data_len = len;
+	return Cmd(fd, IB_USER_CM_CMD_SEND_APR, c);
+}
+
+int InitRts(int fd, uint32_t id, ib_uverbs_qp_attr *qa)
+{
+	ib_ucm_init_qp_attr c{};
+	*qa = {};
+	c.id = id;
+	c.qp_state = 3;	// RTS
+	c.response = uintptr_t(qa);
+	return Cmd(fd, IB_USER_CM_CMD_INIT_QP_ATTR, c, sizeof(*qa));
+}
+
+// The RTS attributes load the alternate path with SL 1 toward our LID.
+std::string CheckAlt(int fd, uint32_t id, const Port &port)
+{
+	ib_uverbs_qp_attr qa;
+	int e = InitRts(fd, id, &qa);
+	if (e)
+		return "INIT_QP_ATTR RTS " + ErrName(e);
+	const uint32_t want = 1u /* STATE */ | (1u << 14) /* ALT_PATH */ | (1u << 18) /* PATH_MIG_STATE */;
+	if (qa.qp_attr_mask != want || qa.path_mig_state != 1 /* REARM */ || qa.alt_ah_attr.dlid != port.lid ||
+	    qa.alt_ah_attr.sl != 1 || qa.alt_port_num != 1)
+		return "INIT_QP_ATTR RTS: mask " + std::to_string(qa.qp_attr_mask) + " mig " +
+		       std::to_string(qa.path_mig_state) + " alt dlid " + std::to_string(qa.alt_ah_attr.dlid) +
+		       " sl " + std::to_string(qa.alt_ah_attr.sl) + " port " + std::to_string(qa.alt_port_num);
+	return "";
+}
+
+void CaseLap(const Port &port)
+{
+	int p = OpenDev(), a = OpenDev();
+	static uint8_t big[256];
+	uint32_t lid, cid, nid;
+	Event ev;
+	int e;
+	CreateId(p, 0x1111, &lid);
+	Listen(p, lid, 0x7100);
+	CreateId(a, 0xAAAA, &cid);
+	ib_user_path_rec path = LoopPath(port), alt = LoopPath(port);
+	alt.sl = 1;
+
+	// framing: the sizes are exact
+	ib_ucm_lap lap{};
+	lap.id = cid;
+	lap.path = uintptr_t(&alt);
+	for (uint16_t in : {uint16_t(sizeof(lap) - 1), uint16_t(sizeof(lap) + 1)}) {
+		e = RawCmd(a, IB_USER_CM_CMD_SEND_LAP, &lap, in, 0, 8 + in);
+		Check(e == EINVAL, "LAP with hdr.in " + std::to_string(in) + " -> EINVAL", ErrName(e));
+	}
+	ib_ucm_info apr{};
+	apr.id = cid;
+	for (uint16_t in : {uint16_t(sizeof(apr) - 1), uint16_t(sizeof(apr) + 1)}) {
+		e = RawCmd(a, IB_USER_CM_CMD_SEND_APR, &apr, in, 0, 8 + in);
+		Check(e == EINVAL, "APR with hdr.in " + std::to_string(in) + " -> EINVAL", ErrName(e));
+	}
+	// not connected
+	e = SendLap(a, cid, &alt, nullptr, 0);
+	Check(e == EINVAL, "LAP on an idle id -> EINVAL", ErrName(e));
+	e = SendApr(a, cid, 0, nullptr, 0, nullptr, 0);
+	Check(e == EINVAL, "APR on an idle id -> EINVAL", ErrName(e));
+	e = SendLap(a, 0x7fffffff, &alt, nullptr, 0);
+	Check(e == ENOENT, "LAP on an unknown id -> ENOENT", ErrName(e));
+
+	// connect
+	const char hello[] = "lap";
+	bool up = SendReq(a, cid, 0x7100, &path, hello, sizeof(hello)) == 0 && WaitEvent(p, 1, &ev) == 0;
+	nid = ev.resp.id;
+	up = up && SendRep(p, nid, 0xBBBB, 0x5678) == 0 && WaitEvent(a, 3, &ev) == 0 &&
+	     SendPriv(a, IB_USER_CM_CMD_SEND_RTU, cid) == 0 && WaitEvent(p, 4, &ev) == 0;
+	Check(up, "LAP: the connection is up");
+	if (!up) {
+		close(p);
+		close(a);
+		return;
+	}
+	e = SendLap(a, cid, &alt, big, 169);
+	Check(e == EINVAL, "LAP with 169 bytes -> EINVAL", ErrName(e));
+	e = SendLap(a, cid, nullptr, nullptr, 0);
+	Check(e == EINVAL, "LAP without a path -> EINVAL", ErrName(e));
+	e = SendLap(a, cid, reinterpret_cast<const ib_user_path_rec *>(16), nullptr, 0);
+	Check(e == EFAULT, "LAP with the path at address 16 -> EFAULT", ErrName(e));
+	e = SendApr(p, nid, 0, nullptr, 0, nullptr, 0);
+	Check(e == EINVAL, "APR with no LAP received -> EINVAL", ErrName(e));
+
+	// LAP -> accepting APR
+	const char lapdata[] = "alternate, please";
+	e = SendLap(a, cid, &alt, lapdata, sizeof(lapdata));
+	Check(e == 0, "SEND_LAP on an established id", ErrName(e));
+	e = SendLap(a, cid, &alt, nullptr, 0);
+	Check(e == EINVAL, "a second LAP while one is out -> EINVAL", ErrName(e));
+	e = WaitEvent(p, kLapReceived, &ev);
+	Check(e == 0 && ev.resp.id == nid && ev.resp.uid == 0xBBBB &&
+		      (ev.resp.present & IB_UCM_PRES_ALTERNATE) && (ev.resp.present & IB_UCM_PRES_DATA) &&
+		      ntohs(ev.resp.u.lap_resp.path.dlid) == port.lid && ev.resp.u.lap_resp.path.sl == 1 &&
+		      !std::memcmp(ev.data, lapdata, sizeof(lapdata)),
+	      "LAP_RECEIVED carries the path and the private data",
+	      ErrName(e) + " present " + std::to_string(ev.resp.present));
+	std::string err = CheckAlt(p, nid, port);
+	Check(err.empty(), "the LAP receiver's RTS loads the alternate path", err);
+	e = SendApr(p, nid, 0, big, 73, nullptr, 0);
+	Check(e == EINVAL, "APR with a 73-byte info -> EINVAL", ErrName(e));
+	e = SendApr(p, nid, 0, nullptr, 0, big, 149);
+	Check(e == EINVAL, "APR with 149 bytes -> EINVAL", ErrName(e));
+	const char info[] = "info", aprdata[] = "accepted";
+	e = SendApr(p, nid, 0, info, sizeof(info), aprdata, sizeof(aprdata));
+	Check(e == 0, "SEND_APR success", ErrName(e));
+	e = WaitEvent(a, kAprReceived, &ev);
+	Check(e == 0 && ev.resp.id == cid && ev.resp.u.apr_resp.status == 0 &&
+		      (ev.resp.present & IB_UCM_PRES_INFO) && (ev.resp.present & IB_UCM_PRES_DATA) &&
+		      !std::memcmp(ev.info, info, sizeof(info)) && !std::memcmp(ev.data, aprdata, sizeof(aprdata)),
+	      "APR_RECEIVED carries the status, the info and the private data",
+	      ErrName(e) + " status " + std::to_string(ev.resp.u.apr_resp.status));
+	err = CheckAlt(a, cid, port);
+	Check(err.empty(), "the LAP sender's RTS loads the alternate path after the APR", err);
+
+	// LAP -> refusing APR
+	e = SendLap(a, cid, &alt, nullptr, 0);
+	bool got = e == 0 && WaitEvent(p, kLapReceived, &ev) == 0;
+	e = SendApr(p, nid, 3 /* REJECT */, nullptr, 0, nullptr, 0);
+	got = got && e == 0 && WaitEvent(a, kAprReceived, &ev) == 0;
+	Check(got && ev.resp.u.apr_resp.status == 3, "a refusing APR's status reaches the LAP sender",
+	      ErrName(e) + " status " + std::to_string(ev.resp.u.apr_resp.status));
+
+	SendPriv(a, IB_USER_CM_CMD_SEND_DREQ, cid);
+	if (WaitEvent(p, 7, &ev) == 0)
+		SendPriv(p, IB_USER_CM_CMD_SEND_DREP, nid);
+	WaitEvent(a, 8, &ev);
+	DestroyId(p, nid);
+	DestroyId(a, cid);
+	close(p);
+	close(a);
+}
+
 int main(int argc, char **argv)
 {
 	long fuzz = -1, cycles = -1;
@@ -930,6 +1086,7 @@ int main(int argc, char **argv)
 	CaseEventEmpty();
 	CaseCredentials();
 	CaseLoopback(port);
+	CaseLap(port);
 	CaseClosePending(port);
 	CaseQueueBound(port);
 	CaseDestroyUnderLoad(port);

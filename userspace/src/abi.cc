@@ -215,6 +215,17 @@ ib_ucm_mra mra(std::uint32_t id, std::uint8_t timeout, ByteView data)
 	return c;
 }
 
+ib_ucm_lap lap(std::uint32_t id, const ib_user_path_rec *path, ByteView data)
+{
+	check_len(data.size(), kLapPrivateData);
+	ib_ucm_lap c{};
+	c.path = ptr(path);
+	c.data = ptr(data_ptr(data));
+	c.id = id;
+	c.len = static_cast<std::uint8_t>(data.size());
+	return c;
+}
+
 ib_ucm_sidr_req sidr_req(std::uint32_t id, const SidrReqParams &p, const ib_user_path_rec *path)
 {
 	check_len(p.private_data.size(), kSidrReqPrivateData);

@@ -59,6 +59,7 @@ ib_ucm_private_data private_data(std::uint32_t id, ByteView data, std::size_t ma
 ib_ucm_info info(std::uint32_t id, std::uint32_t status, ByteView info, std::size_t info_max,
 		 ByteView data, std::size_t data_max);
 ib_ucm_mra mra(std::uint32_t id, std::uint8_t timeout, ByteView data);
+ib_ucm_lap lap(std::uint32_t id, const ib_user_path_rec *path, ByteView data);
 ib_ucm_sidr_req sidr_req(std::uint32_t id, const SidrReqParams &p, const ib_user_path_rec *path);
 ib_ucm_sidr_rep sidr_rep(std::uint32_t id, const SidrRepParams &p);
 ib_ucm_init_qp_attr init_qp_attr(std::uint32_t id, std::uint32_t state, ib_uverbs_qp_attr *resp) noexcept;

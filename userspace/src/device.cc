@@ -200,6 +200,19 @@ void ConnectionId::mra(std::uint8_t service_timeout, ByteView data)
 	need(channel_).command(IB_USER_CM_CMD_SEND_MRA, abi::mra(id_, service_timeout, data), 0);
 }
 
+void ConnectionId::lap(const PathRecord &alternate_path, ByteView data)
+{
+	auto &ch = need(channel_);
+	const ib_user_path_rec path = abi::to_user(alternate_path);
+	ch.command(IB_USER_CM_CMD_SEND_LAP, abi::lap(id_, &path, data), 0);
+}
+
+void ConnectionId::apr(std::uint32_t status, ByteView info, ByteView data)
+{
+	need(channel_).command(IB_USER_CM_CMD_SEND_APR,
+			       abi::info(id_, status, info, kAprInfoLength, data, kAprPrivateData), 0);
+}
+
 void ConnectionId::notify(std::uint32_t ib_event)
 {
 	need(channel_).command(IB_USER_CM_CMD_NOTIFY, abi::notify(id_, ib_event), 0);
@@ -230,6 +243,15 @@ QpAttr ConnectionId::init_qp_attr(ibv_qp_state state)
 	ib_uverbs_qp_attr resp{};
 	need(channel_).command(IB_USER_CM_CMD_INIT_QP_ATTR, abi::init_qp_attr(id_, state, &resp), sizeof(resp));
 	return abi::from_kernel(resp);
+}
+
+QpAttr ConnectionId::init_alt_path_attr()
+{
+	QpAttr q = init_qp_attr(IBV_QPS_RTS);
+	const int need_mask = IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+	if ((q.mask & need_mask) != need_mask)
+		fail(EINVAL, "no alternate path to load");
+	return q;
 }
 
 // ---- Device ----

@@ -147,7 +147,42 @@ TEST_F(IbcmDeviceTest, OversizedPrivateDataWritesNothing)
 	EXPECT_THROW(a.reject(1, Bytes(73)), std::system_error);
 	EXPECT_THROW(a.reject(1, {}, Bytes(149)), std::system_error);
 	EXPECT_THROW(a.mra(1, Bytes(223)), std::system_error);
+	EXPECT_THROW(a.lap(PathRecord{}, Bytes(169)), std::system_error);
+	EXPECT_THROW(a.apr(kAprSuccess, Bytes(73)), std::system_error);
+	EXPECT_THROW(a.apr(kAprSuccess, {}, Bytes(149)), std::system_error);
 	EXPECT_EQ(k->commands.size(), before);
+}
+
+TEST_F(IbcmDeviceTest, LapCopiesThePathAndAprTheStatus)
+{
+	ConnectionId a = dev.create_id();
+	PathRecord alt;
+	alt.dlid = 0x21;
+	alt.slid = 0x43;
+	alt.sl = 5;
+	alt.pkey = 0x8001;
+	a.lap(alt, Bytes(kLapPrivateData, 0x5a));
+	const auto &c = last();
+	EXPECT_EQ(c.hdr.cmd, 12U);
+	EXPECT_EQ(c.hdr.in, 24U);
+	EXPECT_EQ(c.payload<ib_ucm_lap>().id, a.handle());
+	EXPECT_EQ(c.payload<ib_ucm_lap>().len, kLapPrivateData);
+	ASSERT_EQ(c.paths.size(), 1U);
+	EXPECT_EQ(c.paths[0].dlid, htobe16(0x21));
+	EXPECT_EQ(c.paths[0].slid, htobe16(0x43));
+	EXPECT_EQ(c.paths[0].sl, 5);
+	EXPECT_EQ(c.paths[0].pkey, htobe16(0x8001));
+	EXPECT_EQ(c.data, Bytes(kLapPrivateData, 0x5a));
+
+	a.apr(kAprReject, Bytes(kAprInfoLength, 1), Bytes{7, 8});
+	const auto p = last().payload<ib_ucm_info>();
+	EXPECT_EQ(last().hdr.cmd, 13U);
+	EXPECT_EQ(last().hdr.in, 32U);
+	EXPECT_EQ(p.id, a.handle());
+	EXPECT_EQ(p.status, kAprReject);
+	EXPECT_EQ(p.info_len, kAprInfoLength);
+	EXPECT_EQ(p.data_len, 2U);
+	EXPECT_EQ(last().data, (Bytes{7, 8}));
 }
 
 TEST_F(IbcmDeviceTest, EveryCommandNumber)
@@ -198,6 +233,42 @@ TEST_F(IbcmDeviceTest, InitQpAttr)
 	EXPECT_EQ(q.attr.qp_state, IBV_QPS_INIT);
 	EXPECT_EQ(q.attr.port_num, 1);
 	EXPECT_EQ(q.mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+// The alternate path of a LAP exchange, RTS->RTS, as RcQp::load_alternate_path() applies it.
+TEST_F(IbcmDeviceTest, InitAltPathAttr)
+{
+	ConnectionId a = dev.create_id();
+	k->qp_attr.qp_attr_mask = IBV_QP_STATE | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+	k->qp_attr.path_mig_state = IBV_MIG_REARM;
+	k->qp_attr.alt_ah_attr.dlid = 0x12;
+	k->qp_attr.alt_ah_attr.sl = 5;
+	k->qp_attr.alt_ah_attr.port_num = 2;
+	k->qp_attr.alt_port_num = 2;
+	k->qp_attr.alt_pkey_index = 3;
+	k->qp_attr.alt_timeout = 17;
+	const QpAttr q = a.init_alt_path_attr();
+	EXPECT_EQ(last().hdr.cmd, 17U);
+	EXPECT_EQ(last().payload<ib_ucm_init_qp_attr>().qp_state, 3U);
+	EXPECT_EQ(q.mask, IBV_QP_STATE | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE);
+	EXPECT_EQ(q.attr.qp_state, IBV_QPS_RTS);
+	EXPECT_EQ(q.attr.path_mig_state, IBV_MIG_REARM);
+	EXPECT_EQ(q.attr.alt_ah_attr.dlid, 0x12);
+	EXPECT_EQ(q.attr.alt_ah_attr.sl, 5);
+	EXPECT_EQ(q.attr.alt_ah_attr.port_num, 2);
+	EXPECT_EQ(q.attr.alt_port_num, 2);
+	EXPECT_EQ(q.attr.alt_pkey_index, 3);
+	EXPECT_EQ(q.attr.alt_timeout, 17);
+
+	// The CM gives the primary RTS transition: there is nothing to load.
+	k->qp_attr = {};
+	k->qp_attr.qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	try {
+		a.init_alt_path_attr();
+		FAIL();
+	} catch (const std::system_error &e) {
+		EXPECT_EQ(e.code().value(), EINVAL);
+	}
 }
 
 TEST_F(IbcmDeviceTest, KernelErrnoBecomesSystemError)

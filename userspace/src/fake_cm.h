@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 // Test-only: a fake ib_ucm + ib_cm joining several Devices in one process,
 // enough for the connection life cycle (LISTEN, REQ, REP, RTU, REJ, DREQ,
-// DREP, timewait) with the event images ib_ucm would queue: each message's
-// whole private-data field (zero-padded), the listener's uid on a REQ's new
-// id until the REP names another, REJ 8 for a service nobody listens on.
+// DREP, timewait, LAP/APR) with the event images ib_ucm would queue: each
+// message's whole private-data field (zero-padded), the listener's uid on a
+// REQ's new id until the REP names another, REJ 8 for a service nobody
+// listens on, a LAP's path turned around to the receiver's view.
 #ifndef IBCM_SRC_FAKE_CM_H
 #define IBCM_SRC_FAKE_CM_H
 
@@ -54,7 +55,7 @@ struct FakeCm {
 		q.resp.id = id;
 		q.resp.event = event;
 		q.resp.present = (data.empty() ? 0 : IB_UCM_PRES_DATA) | (info.empty() ? 0 : IB_UCM_PRES_INFO) |
-				 (event == 1 ? IB_UCM_PRES_PRIMARY : 0);
+				 (event == 1 ? IB_UCM_PRES_PRIMARY : 0) | (event == 13 ? IB_UCM_PRES_ALTERNATE : 0);
 		q.data = std::move(data);
 		q.info = std::move(info);
 		queues[static_cast<std::size_t>(to.dev)].push_back(std::move(q));
@@ -144,6 +145,40 @@ struct FakeCm {
 				post(me.peer, 9);
 				post(p.id, 9);
 			}
+			return;
+		}
+		case IB_USER_CM_CMD_SEND_MRA: {
+			auto p = c.payload<ib_ucm_mra>();
+			const Id &me = ids.at(p.id);
+			if (!me.peer)
+				err(EINVAL);
+			ib_ucm_event_resp r{};
+			r.u.mra_resp.timeout = p.timeout;
+			post(me.peer, 10, field(p.data, p.len, kMraPrivateData), {}, &r);
+			return;
+		}
+		case IB_USER_CM_CMD_SEND_LAP: {
+			auto p = c.payload<ib_ucm_lap>();
+			const Id &me = ids.at(p.id);
+			if (!me.peer || !p.path)
+				err(EINVAL);
+			ib_ucm_event_resp r{};
+			ib_user_path_rec &path = r.u.lap_resp.path;
+			path = *user_ptr<ib_user_path_rec>(p.path);
+			std::swap(path.dlid, path.slid);
+			std::swap(path.dgid, path.sgid);
+			post(me.peer, 13, field(p.data, p.len, kLapPrivateData), {}, &r);
+			return;
+		}
+		case IB_USER_CM_CMD_SEND_APR: {
+			auto p = c.payload<ib_ucm_info>();
+			const Id &me = ids.at(p.id);
+			if (!me.peer)
+				err(EINVAL);
+			ib_ucm_event_resp r{};
+			r.u.apr_resp.status = p.status;
+			post(me.peer, 14, field(p.data, p.data_len, kAprPrivateData),
+			     field(p.info, p.info_len, kAprInfoLength), &r);
 			return;
 		}
 		case IB_USER_CM_CMD_EVENT: {

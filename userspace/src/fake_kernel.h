@@ -139,6 +139,17 @@ private:
 			grab(c.data, p.data, p.len);
 			break;
 		}
+		case IB_USER_CM_CMD_SEND_LAP: {
+			auto p = c.payload<ib_ucm_lap>();
+			path(c, p.path);
+			grab(c.data, p.data, p.len);
+			break;
+		}
+		case IB_USER_CM_CMD_SEND_APR: {
+			auto p = c.payload<ib_ucm_info>();
+			grab(c.data, p.data, p.data_len);
+			break;
+		}
 		case IB_USER_CM_CMD_SEND_SIDR_REQ: {
 			auto p = c.payload<ib_ucm_sidr_req>();
 			path(c, p.path);

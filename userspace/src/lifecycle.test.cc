@@ -97,6 +97,58 @@ TEST_F(IbcmLifecycle, ConnectAcceptDisconnect)
 	EXPECT_EQ(cm->ids.size(), 1U); // the listener
 }
 
+// LAP/APR on an established connection: the receiver sees the path turned
+// around and the private data; the sender the status, info and data.
+TEST_F(IbcmLifecycle, LapThenApr)
+{
+	Listener l = server.listen(0x42);
+	ConnectionId a = client.create_id();
+	ReqParams req;
+	req.service_id = 0x42;
+	req.primary_path.dlid = 2;
+	req.primary_path.slid = 1;
+	a.connect(req);
+	ConnectionId b = std::move(next<ReqReceived>(server).conn);
+	b.accept(RepParams{});
+	next<RepReceived>(client);
+	a.rtu();
+	next<Established>(server);
+
+	PathRecord alt = req.primary_path;
+	alt.sl = 5;
+	alt.sgid[15] = 1;
+	alt.dgid[15] = 2;
+	a.lap(alt, Bytes{'a', 'l', 't'});
+	LapReceived lap = next<LapReceived>(server);
+	EXPECT_EQ(lap.id, b.handle());
+	EXPECT_EQ(lap.uid, b.uid());
+	EXPECT_EQ(lap.alternate_path.dlid, 1);
+	EXPECT_EQ(lap.alternate_path.slid, 2);
+	EXPECT_EQ(lap.alternate_path.dgid[15], 1);
+	EXPECT_EQ(lap.alternate_path.sl, 5);
+	ASSERT_EQ(lap.private_data.size(), kLapPrivateData);
+	EXPECT_EQ(lap.private_data[2], 't');
+
+	b.mra(20);
+	EXPECT_EQ(next<MraReceived>(client).service_timeout, 20);
+	b.apr(kAprSuccess, Bytes{1, 2}, Bytes{9});
+	AprReceived apr = next<AprReceived>(client);
+	EXPECT_EQ(apr.id, a.handle());
+	EXPECT_EQ(apr.status, kAprSuccess);
+	ASSERT_EQ(apr.info.size(), kAprInfoLength);
+	EXPECT_EQ(apr.info[1], 2);
+	EXPECT_EQ(apr.info[2], 0);
+	ASSERT_EQ(apr.private_data.size(), kAprPrivateData);
+	EXPECT_EQ(apr.private_data[0], 9);
+
+	a.lap(alt);
+	next<LapReceived>(server);
+	b.apr(kAprReject);
+	EXPECT_EQ(next<AprReceived>(client).status, kAprReject);
+	EXPECT_FALSE(server.next_event(0ms).has_value());
+	EXPECT_FALSE(client.next_event(0ms).has_value());
+}
+
 TEST_F(IbcmLifecycle, NobodyListens)
 {
 	ConnectionId a = client.create_id();

@@ -13,8 +13,11 @@
  * Consumer handlers run from the ib_cm workqueue, one id's events in
  * order through that id's own work item, never from a call of the
  * consumer's own. SIDR (IBA 12.11) resolves a service ID to a UD QP
- * with one SIDR_REQ/SIDR_REP exchange. LAP/APR are not carried out yet:
- * their calls return -EOPNOTSUPP and their messages are dropped.
+ * with one SIDR_REQ/SIDR_REP exchange. LAP/APR (IBA 12.8) load an
+ * alternate path into an established connection: the LAP is the
+ * outstanding message until the APR (or an MRA for it) comes, and
+ * ib_cm_init_qp_attr() gives the path to each side's RTS to RTS
+ * transition once it may be loaded.
  */
 
 #include <linux/completion.h>
@@ -51,6 +54,21 @@ union cm_any {
 	struct cm_drep		drep;
 	struct cm_sidr_req	sidr_req;
 	struct cm_sidr_rep	sidr_rep;
+	struct cm_lap		lap;
+	struct cm_apr		apr;
+};
+
+/*
+ * struct cm_alt - an alternate path of a LAP exchange, as our QP loads it
+ * @ah_attr: the address vector toward the peer on it
+ * @port_num: the port of ours it leaves from
+ * @pkey_index: the connection's P_Key there
+ * @timeout: the transport timeout exponent on it
+ */
+struct cm_alt {
+	struct ib_ah_attr	ah_attr;
+	u8			port_num, timeout;
+	u16			pkey_index;
 };
 
 struct cm_port {
@@ -78,6 +96,10 @@ struct cm_device {
  * @last: the last message we sent, answering duplicates
  * @have_last: @last holds one
  * @qp: the connection's parameters for ib_cm_init_qp_attr()
+ * @pkey: the connection's P_Key (network order)
+ * @lap_alt: the alternate path of the LAP under way (the one we sent, or
+ *	the one we received once its event ran), valid with @lap_alt_ok
+ * @lap_alt_ok: @lap_alt holds the path of the current LAP exchange
  * @remote_ca_guid: the peer's CA GUID (with @id.remote_id: remote lookup)
  * @plt: the path's PacketLifeTime exponent
  * @resp_timeout: the peer CM's response time exponent
@@ -112,6 +134,9 @@ struct cm_id_priv {
 	u8			last[IB_MGMT_MAD_SIZE];
 	bool			have_last;
 	struct cm_qp_params	qp;
+	__be16			pkey;
+	struct cm_alt		lap_alt;
+	bool			lap_alt_ok;
 	__be64			remote_ca_guid;
 	u8			plt, resp_timeout, mra_timeout, max_cm_retries;
 	unsigned long		timewait_ms;
@@ -218,10 +243,18 @@ static void cm_pack(struct ib_mad_send_buf *m, enum cm_msg_kind kind,
 static int cm_post(struct cm_id_priv *priv, struct ib_mad_send_buf *m,
 		   int timeout_ms, int retries)
 {
+	const struct ib_mad_hdr *hdr = m->mad;
 	int ret;
 
-	memcpy(priv->last, m->mad, IB_MGMT_MAD_SIZE);
-	priv->have_last = true;
+	/*
+	 * A LAP is resent by ib_mad and an APR answers no duplicate: the
+	 * stored message stays what answers a repeated REQ, REP or DREQ.
+	 */
+	if (hdr->attr_id != cpu_to_be16(IB_CM_ATTR_LAP) &&
+	    hdr->attr_id != cpu_to_be16(IB_CM_ATTR_APR)) {
+		memcpy(priv->last, m->mad, IB_MGMT_MAD_SIZE);
+		priv->have_last = true;
+	}
 	m->context[0] = priv;
 	m->timeout_ms = timeout_ms;
 	m->retries = retries;
@@ -232,8 +265,12 @@ static int cm_post(struct cm_id_priv *priv, struct ib_mad_send_buf *m,
 		ib_free_send_mad(m);
 		return ret;
 	}
-	if (timeout_ms)
+	if (timeout_ms) {
+		/* a DREQ sent while our LAP is unanswered replaces it */
+		if (priv->msg)
+			ib_cancel_mad(priv->port->agent, priv->msg);
 		priv->msg = m;
+	}
 	return 0;
 }
 
@@ -461,9 +498,38 @@ static void cm_path_from_req(struct ib_sa_path_rec *p, const struct cm_req *req,
 	p->packet_life_time = mp->local_ack_timeout ? mp->local_ack_timeout - 1 : 0;
 }
 
-/* Fill @ev from the message @m of @w. */
-static void cm_fill_event(struct ib_cm_event *ev, struct cm_work *w,
-			  union cm_any *m, struct ib_sa_path_rec *paths)
+/*
+ * The alternate path of a LAP as its receiver sees the path; the LAP
+ * carries neither the P_Key nor the MTU, which stay the connection's.
+ */
+static void cm_path_from_lap(struct ib_sa_path_rec *p, struct cm_id_priv *priv,
+			     const struct cm_msg_path *mp)
+{
+	memset(p, 0, sizeof(*p));
+	p->service_id = priv->id.service_id;
+	p->dgid = mp->local_gid;
+	p->sgid = mp->remote_gid;
+	p->dlid = mp->local_lid;
+	p->slid = mp->remote_lid;
+	p->flow_label = mp->flow_label;
+	p->pkey = priv->pkey;
+	p->hop_limit = mp->hop_limit;
+	p->traffic_class = mp->traffic_class;
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->sl = mp->sl;
+	p->mtu_selector = IB_SA_EQ;
+	p->mtu = priv->qp.path_mtu;
+	p->rate_selector = IB_SA_EQ;
+	p->rate = mp->packet_rate;
+	p->packet_life_time_selector = IB_SA_EQ;
+	p->packet_life_time = mp->local_ack_timeout ? mp->local_ack_timeout - 1 : 0;
+}
+
+/* Fill @ev from the message @m of @w for @priv. */
+static void cm_fill_event(struct ib_cm_event *ev, struct cm_id_priv *priv,
+			  struct cm_work *w, union cm_any *m,
+			  struct ib_sa_path_rec *paths)
 {
 	switch (w->kind) {
 	case CM_MSG_REQ: {
@@ -557,9 +623,97 @@ static void cm_fill_event(struct ib_cm_event *ev, struct cm_work *w,
 		};
 		ev->private_data = m->sidr_rep.private_data;
 		break;
+	case CM_MSG_LAP:
+		cm_path_from_lap(&paths[0], priv, &m->lap.alternate);
+		ev->param.lap_rcvd.alternate_path = &paths[0];
+		ev->private_data = m->lap.private_data;
+		break;
+	case CM_MSG_APR:
+		ev->param.apr_rcvd = (struct ib_cm_apr_event_param) {
+			.ap_status = m->apr.ap_status,
+			.info_len = min_t(u8, m->apr.info_length,
+					  IB_CM_APR_INFO_LENGTH),
+			.apr_info = m->apr.info,
+		};
+		ev->private_data = m->apr.private_data;
+		break;
 	default:
 		break;
 	}
+}
+
+static struct cm_port *cm_port_of_lid(struct cm_device *cdev, u16 lid);
+
+/* The address vector of a path block, seen from its receiver's side. */
+static void cm_ah_attr_of_msg_path(struct ib_ah_attr *ah,
+				   const struct cm_msg_path *mp, u8 port_num)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->dlid = be16_to_cpu(mp->local_lid);
+	ah->sl = mp->sl;
+	ah->static_rate = mp->packet_rate;
+	ah->port_num = port_num;
+	if (!mp->subnet_local) {
+		ah->ah_flags = IB_AH_GRH;
+		ah->grh.dgid = mp->local_gid;
+		ah->grh.flow_label = be32_to_cpu(mp->flow_label);
+		ah->grh.hop_limit = mp->hop_limit;
+		ah->grh.traffic_class = mp->traffic_class;
+	}
+}
+
+/*
+ * A received LAP's alternate path, as our QP will load it: the port is
+ * the one whose LID the path names as ours (the LAP's port if none),
+ * the P_Key the connection's. Found before the consumer hears of the
+ * LAP, since the lookups may sleep.
+ *
+ * Context: process (the event work).
+ */
+static void cm_lap_alt_in(struct cm_id_priv *priv, u8 port_num,
+			  const struct cm_lap *lap)
+{
+	struct cm_device *cdev = ib_get_client_data(priv->id.device, &cm_client);
+	const struct cm_msg_path *mp = &lap->alternate;
+	struct cm_port *port = NULL;
+	struct cm_alt alt = {};
+	unsigned long irq;
+	u16 idx = 0;
+
+	if (cdev)
+		port = cm_port_of_lid(cdev, be16_to_cpu(mp->remote_lid));
+	if (port)
+		port_num = port->port_num;
+	cm_ah_attr_of_msg_path(&alt.ah_attr, mp, port_num);
+	alt.port_num = port_num;
+	alt.timeout = mp->local_ack_timeout;
+	if (!ib_find_cached_pkey(priv->id.device, port_num,
+				 be16_to_cpu(priv->pkey), &idx))
+		alt.pkey_index = idx;
+	spin_lock_irqsave(&priv->lock, irq);
+	if (priv->id.lap_state == IB_CM_LAP_RCVD ||
+	    priv->id.lap_state == IB_CM_MRA_LAP_SENT) {
+		priv->lap_alt = alt;
+		priv->lap_alt_ok = true;
+	}
+	spin_unlock_irqrestore(&priv->lock, irq);
+}
+
+static void cm_alt_to_qp(struct cm_qp_params *q, const struct cm_alt *a)
+{
+	q->alt_valid = true;
+	q->alt_ah_attr = a->ah_attr;
+	q->alt_port_num = a->port_num;
+	q->alt_pkey_index = a->pkey_index;
+	q->alt_timeout = a->timeout;
+}
+
+/* The alternate path of the exchange is the connection's now. Context: lock. */
+static void cm_lap_alt_commit(struct cm_id_priv *priv)
+{
+	if (priv->lap_alt_ok)
+		cm_alt_to_qp(&priv->qp, &priv->lap_alt);
+	priv->lap_alt_ok = false;
 }
 
 static void cm_run_one(struct cm_id_priv *priv, struct cm_work *w)
@@ -586,9 +740,11 @@ static void cm_run_one(struct cm_id_priv *priv, struct cm_work *w)
 			goto out;
 		}
 		cm_msg_unpack(w->kind, w->mad + IB_MGMT_MAD_HDR, m);
-		cm_fill_event(&ev, w, m, paths);
+		if (w->kind == CM_MSG_LAP)
+			cm_lap_alt_in(priv, w->port, &m->lap);
+		cm_fill_event(&ev, priv, w, m, paths);
 	} else if (w->event == IB_CM_REQ_ERROR || w->event == IB_CM_REP_ERROR ||
-		   w->event == IB_CM_DREQ_ERROR ||
+		   w->event == IB_CM_DREQ_ERROR || w->event == IB_CM_LAP_ERROR ||
 		   w->event == IB_CM_SIDR_REQ_ERROR) {
 		ev.param.send_status = IB_WC_RESP_TIMEOUT_ERR;
 	}
@@ -657,6 +813,18 @@ static int cm_do_step(struct cm_id_priv *priv, enum cm_input in,
 		return ret;
 	if (st.actions & CM_DO_DROP)
 		return 1;
+	/*
+	 * Leaving ESTABLISHED ends the LAP exchange: our LAP is not resent.
+	 * (A call that sends posted its message already; cm_post() replaced
+	 * the LAP with it.)
+	 */
+	if (!(cm_input_is_call(in) && (st.actions & CM_DO_SEND)) &&
+	    st.next != IB_CM_ESTABLISHED && priv->msg &&
+	    (priv->id.lap_state == IB_CM_LAP_SENT ||
+	     priv->id.lap_state == IB_CM_MRA_LAP_RCVD)) {
+		ib_cancel_mad(priv->port->agent, priv->msg);
+		priv->msg = NULL;
+	}
 	if ((st.actions & CM_DO_CANCEL) && priv->msg) {
 		ib_cancel_mad(priv->port->agent, priv->msg);
 		priv->msg = NULL;
@@ -808,21 +976,11 @@ static void cm_passive_params(struct cm_id_priv *priv, struct cm_port *port,
 
 	q->qp_type = req->transport_type ? IB_QPT_UC : IB_QPT_RC;
 	q->port_num = port->port_num;
+	priv->pkey = req->pkey;
 	if (!ib_find_cached_pkey(port->dev->ib, port->port_num,
 				 be16_to_cpu(req->pkey), &idx))
 		q->pkey_index = idx;
-	memset(&q->ah_attr, 0, sizeof(q->ah_attr));
-	q->ah_attr.dlid = be16_to_cpu(pp->local_lid);
-	q->ah_attr.sl = pp->sl;
-	q->ah_attr.static_rate = pp->packet_rate;
-	q->ah_attr.port_num = port->port_num;
-	if (!pp->subnet_local) {
-		q->ah_attr.ah_flags = IB_AH_GRH;
-		q->ah_attr.grh.dgid = pp->local_gid;
-		q->ah_attr.grh.flow_label = be32_to_cpu(pp->flow_label);
-		q->ah_attr.grh.hop_limit = pp->hop_limit;
-		q->ah_attr.grh.traffic_class = pp->traffic_class;
-	}
+	cm_ah_attr_of_msg_path(&q->ah_attr, pp, port->port_num);
 	q->path_mtu = req->path_mtu;
 	q->remote_qpn = be32_to_cpu(req->local_qpn);
 	q->rq_psn = be32_to_cpu(req->starting_psn);
@@ -1030,6 +1188,8 @@ static int cm_recv_input(enum cm_msg_kind kind, const union cm_any *m,
 			return CM_IN_RECV_MRA_REQ;
 		case IB_CM_MRA_MSG_REP:
 			return CM_IN_RECV_MRA_REP;
+		case IB_CM_MRA_MSG_LAP:
+			return CM_IN_RECV_MRA_LAP;
 		default:
 			return -EINVAL;
 		}
@@ -1058,8 +1218,15 @@ static int cm_recv_input(enum cm_msg_kind kind, const union cm_any *m,
 		*ours = m->sidr_rep.request_id;
 		*theirs = 0;
 		return CM_IN_RECV_SIDR_REP;
+	case CM_MSG_LAP:
+		*ours = m->lap.remote_comm_id;
+		*theirs = m->lap.local_comm_id;
+		return CM_IN_RECV_LAP;
+	case CM_MSG_APR:
+		*ours = m->apr.remote_comm_id;
+		*theirs = m->apr.local_comm_id;
+		return CM_IN_RECV_APR;
 	default:
-		/* LAP/APR: not carried out yet */
 		return -EOPNOTSUPP;
 	}
 }
@@ -1086,6 +1253,7 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 			 enum cm_msg_kind kind, const union cm_any *m)
 {
 	struct ib_mad *mad = rwc->recv_buf.mad;
+	enum ib_cm_lap_state lap_was;
 	struct cm_id_priv *priv;
 	__be32 ours, theirs;
 	unsigned long irq;
@@ -1101,9 +1269,14 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 		return;
 	}
 	spin_lock_irqsave(&priv->lock, irq);
-	/* after the REP, each message must come from the peer we know */
+	/*
+	 * After the REP, each message must come from the peer we know: a LAP
+	 * or an APR names both comm IDs of the connection (IBA 12.8).
+	 */
 	if (kind != CM_MSG_REP && priv->id.remote_id && theirs &&
 	    theirs != priv->id.remote_id)
+		goto out;
+	if ((kind == CM_MSG_LAP || kind == CM_MSG_APR) && !theirs)
 		goto out;
 	if (kind == CM_MSG_MRA)
 		priv->mra_timeout = m->mra.service_timeout;
@@ -1119,7 +1292,18 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 		priv->qp.rq_psn = be32_to_cpu(m->rep.starting_psn);
 		priv->qp.rnr_retry_count = m->rep.rnr_retry_count;
 	}
-	cm_do_step(priv, in, mad, NULL);
+	lap_was = priv->id.lap_state;
+	if (cm_do_step(priv, in, mad, NULL))
+		goto out;
+	/* a new LAP: its path is found by the event work (cm_lap_alt_in()) */
+	if (kind == CM_MSG_LAP && lap_was == IB_CM_LAP_IDLE)
+		priv->lap_alt_ok = false;
+	/* the LAP sender loads the path once the peer accepted it */
+	if (kind == CM_MSG_APR && lap_was != IB_CM_LAP_IDLE) {
+		if (m->apr.ap_status == IB_CM_APR_SUCCESS)
+			cm_lap_alt_commit(priv);
+		priv->lap_alt_ok = false;
+	}
 out:
 	spin_unlock_irqrestore(&priv->lock, irq);
 	cm_deref(priv);
@@ -1140,9 +1324,7 @@ static void cm_recv_handler(struct ib_mad_agent *agent,
 	m = kmalloc(sizeof(*m), GFP_ATOMIC);
 	if (!m)
 		goto out;
-	if (kind == CM_MSG_REQ || kind == CM_MSG_SIDR_REQ ||
-	    kind == CM_MSG_SIDR_REP ||
-	    (kind >= CM_MSG_MRA && kind <= CM_MSG_DREP)) {
+	if (kind != CM_MSG_CLASS_PORT_INFO) {
 		cm_msg_unpack(kind, mad->data, m);
 		if (kind == CM_MSG_REQ)
 			cm_recv_req(port, rwc, &m->req);
@@ -1340,15 +1522,18 @@ EXPORT_SYMBOL(ib_cm_listen);
 
 typedef int (*cm_build_fn)(struct cm_id_priv *priv, void *msg,
 			   const void *arg);
+typedef void (*cm_commit_fn)(struct cm_id_priv *priv, const void *arg);
 
 /*
  * One consumer call that sends a message: legal in the id's state, the
  * message built by @build (under the id's lock, so it sees the state),
- * posted (retransmitted when the step arms it), then the step taken.
+ * posted (retransmitted when the step arms it), then the step taken and,
+ * with @commit, what the call changes besides the state.
  */
-static int cm_send_call(struct cm_id_priv *priv, enum cm_input in,
-			enum cm_msg_kind kind, size_t size, cm_build_fn build,
-			const void *arg)
+static int cm_send_call_commit(struct cm_id_priv *priv, enum cm_input in,
+			       enum cm_msg_kind kind, size_t size,
+			       cm_build_fn build, cm_commit_fn commit,
+			       const void *arg)
 {
 	struct ib_mad_send_buf *m = NULL;
 	struct cm_step st;
@@ -1378,12 +1563,22 @@ static int cm_send_call(struct cm_id_priv *priv, enum cm_input in,
 	if (st.actions & CM_DO_ARM)
 		timeout = cm_req_timeout_ms(priv->plt, priv->resp_timeout);
 	ret = cm_post(priv, m, timeout, priv->max_cm_retries);
-	if (!ret)
+	if (!ret) {
 		cm_do_step(priv, in, NULL, NULL);
+		if (commit)
+			commit(priv, arg);
+	}
 out:
 	spin_unlock_irqrestore(&priv->lock, irq);
 	kfree(msg);
 	return ret;
+}
+
+static int cm_send_call(struct cm_id_priv *priv, enum cm_input in,
+			enum cm_msg_kind kind, size_t size, cm_build_fn build,
+			const void *arg)
+{
+	return cm_send_call_commit(priv, in, kind, size, build, NULL, arg);
 }
 
 static bool cm_pdata_bad(const void *pdata, u8 len, u8 max)
@@ -1391,11 +1586,10 @@ static bool cm_pdata_bad(const void *pdata, u8 len, u8 max)
 	return len > max || (len && !pdata);
 }
 
-static struct cm_port *cm_port_of_path(struct cm_device *cdev,
-				       const struct ib_sa_path_rec *path)
+/* Our port with LID @lid (within its LMC range). Context: may sleep. */
+static struct cm_port *cm_port_of_lid(struct cm_device *cdev, u16 lid)
 {
 	struct ib_port_attr attr;
-	u16 slid = be16_to_cpu(path->slid);
 	int i;
 
 	for (i = 0; i < cdev->nports; i++) {
@@ -1404,10 +1598,16 @@ static struct cm_port *cm_port_of_path(struct cm_device *cdev,
 		if (ib_query_port(cdev->ib, port->port_num, &attr))
 			continue;
 		if ((attr.lid & ~((1U << attr.lmc) - 1)) ==
-		    (slid & ~((1U << attr.lmc) - 1)))
+		    (lid & ~((1U << attr.lmc) - 1)))
 			return port;
 	}
 	return NULL;
+}
+
+static struct cm_port *cm_port_of_path(struct cm_device *cdev,
+				       const struct ib_sa_path_rec *path)
+{
+	return cm_port_of_lid(cdev, be16_to_cpu(path->slid));
 }
 
 static void cm_ah_attr_of_path(struct ib_ah_attr *ah,
@@ -1518,6 +1718,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	priv->qp.qp_type = param->qp_type;
 	priv->qp.port_num = port->port_num;
 	priv->qp.pkey_index = idx;
+	priv->pkey = path->pkey;
 	priv->qp.ah_attr = ah_attr;
 	priv->qp.path_mtu = path->mtu;
 	priv->qp.sq_psn = param->starting_psn;
@@ -1791,8 +1992,11 @@ static int cm_build_mra(struct cm_id_priv *priv, void *msg, const void *arg)
 	case IB_CM_REP_RCVD:
 		r->message_mraed = IB_CM_MRA_MSG_REP;
 		break;
+	case IB_CM_ESTABLISHED:
+		/* the table lets it through in LAP_RCVD only */
+		r->message_mraed = IB_CM_MRA_MSG_LAP;
+		break;
 	default:
-		/* an MRA for a LAP waits for LAP/APR */
 		return -EINVAL;
 	}
 	r->local_comm_id = priv->id.local_id;
@@ -1805,12 +2009,13 @@ static int cm_build_mra(struct cm_id_priv *priv, void *msg, const void *arg)
 
 /**
  * ib_send_cm_mra() - ask the peer for more time
- * @cm_id: an id in IB_CM_REQ_RCVD or IB_CM_REP_RCVD
+ * @cm_id: an id in IB_CM_REQ_RCVD or IB_CM_REP_RCVD, or ESTABLISHED with
+ *	a LAP received (lap_state IB_CM_LAP_RCVD)
  * @service_timeout: how long we need (5-bit exponent, 4.096 us * 2^t)
  * @private_data: up to IB_CM_MRA_PRIVATE_DATA_SIZE bytes, or NULL
  * @private_data_len: its length
  *
- * A repeat of the REQ or REP is answered with this MRA again.
+ * A repeat of the REQ, REP or LAP is answered with this MRA again.
  *
  * Return: 0, -EINVAL, or a send errno.
  */
@@ -1827,39 +2032,150 @@ int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 }
 EXPORT_SYMBOL(ib_send_cm_mra);
 
+struct cm_lap_args {
+	const struct ib_sa_path_rec	*path;
+	const void			*data;
+	u8				len, ack_delay;
+	struct cm_alt			alt;
+};
+
+static int cm_build_lap(struct cm_id_priv *priv, void *msg, const void *arg)
+{
+	const struct cm_lap_args *a = arg;
+	int ret;
+
+	/* LAP:RemoteCMResponseTimeout: the time the peer's CM gave us */
+	ret = cm_format_lap(msg, priv->id.local_id, priv->id.remote_id,
+			    priv->qp.remote_qpn, priv->resp_timeout, a->path,
+			    a->ack_delay, a->data, a->len);
+	if (ret)
+		return ret;
+	priv->lap_alt = a->alt;
+	priv->lap_alt_ok = true;
+	return 0;
+}
+
 /**
- * ib_send_cm_lap() - propose an alternate path (not carried out yet)
- * @cm_id: the id
- * @alternate_path: the path
- * @private_data: private data
+ * ib_send_cm_lap() - propose an alternate path to the peer (IBA 12.8)
+ * @cm_id: an IB_CM_ESTABLISHED id with no LAP exchange under way
+ * @alternate_path: the path, as we see it; its SLID names our port
+ * @private_data: up to IB_CM_LAP_PRIVATE_DATA_SIZE bytes, or NULL
  * @private_data_len: its length
  *
- * Return: -EOPNOTSUPP.
+ * The LAP is resent like the REQ was (every 2 * PacketLifeTime of the
+ * primary path plus the peer's CM response time, MaxCMRetries times)
+ * until the APR comes; an MRA for it stretches the wait. The answer
+ * comes as IB_CM_APR_RECEIVED; no answer as IB_CM_LAP_ERROR with
+ * send_status IB_WC_RESP_TIMEOUT_ERR. Once an APR with status
+ * IB_CM_APR_SUCCESS came, ib_cm_init_qp_attr() for IB_QPS_RTS gives the
+ * path to load (RTS to RTS, path migration state REARM).
+ *
+ * Context: process; may sleep.
+ * Return: 0 (the id's lap_state is then IB_CM_LAP_SENT); -EINVAL for a
+ * bad parameter, a path from none of our ports, or a state other than
+ * ESTABLISHED with lap_state IB_CM_LAP_IDLE; another errno if it could
+ * not be sent.
  */
 int ib_send_cm_lap(struct ib_cm_id *cm_id,
 		   struct ib_sa_path_rec *alternate_path,
 		   const void *private_data, u8 private_data_len)
 {
-	return -EOPNOTSUPP;
+	struct cm_device *cdev = ib_get_client_data(cm_id->device, &cm_client);
+	struct cm_lap_args a = {
+		.path = alternate_path, .data = private_data,
+		.len = private_data_len,
+	};
+	struct cm_port *port;
+	u16 idx = 0;
+
+	if (!cdev || !alternate_path ||
+	    cm_pdata_bad(private_data, private_data_len,
+			 IB_CM_LAP_PRIVATE_DATA_SIZE))
+		return -EINVAL;
+	port = cm_port_of_path(cdev, alternate_path);
+	if (!port)
+		return -EINVAL;
+	a.ack_delay = cdev->ack_delay;
+	cm_ah_attr_of_path(&a.alt.ah_attr, alternate_path, port->port_num);
+	a.alt.port_num = port->port_num;
+	a.alt.timeout = cm_ack_timeout(cdev->ack_delay,
+				       alternate_path->packet_life_time);
+	if (!ib_find_cached_pkey(cm_id->device, port->port_num,
+				 be16_to_cpu(alternate_path->pkey), &idx))
+		a.alt.pkey_index = idx;
+	return cm_send_call(to_priv(cm_id), CM_IN_SEND_LAP, CM_MSG_LAP,
+			    sizeof(struct cm_lap), cm_build_lap, &a);
 }
 EXPORT_SYMBOL(ib_send_cm_lap);
 
+struct cm_apr_args {
+	u8		status, info_length, len;
+	const void	*info, *data;
+};
+
+static int cm_build_apr(struct cm_id_priv *priv, void *msg, const void *arg)
+{
+	const struct cm_apr_args *a = arg;
+	struct cm_apr *r = msg;
+
+	r->local_comm_id = priv->id.local_id;
+	r->remote_comm_id = priv->id.remote_id;
+	r->ap_status = a->status;
+	r->info_length = a->info_length;
+	if (a->info_length)
+		memcpy(r->info, a->info, a->info_length);
+	if (a->len)
+		memcpy(r->private_data, a->data, a->len);
+	return 0;
+}
+
+/* The LAP receiver's QP holds the path it accepted. Context: lock. */
+static void cm_commit_apr(struct cm_id_priv *priv, const void *arg)
+{
+	const struct cm_apr_args *a = arg;
+
+	if (a->status == IB_CM_APR_SUCCESS)
+		cm_lap_alt_commit(priv);
+	priv->lap_alt_ok = false;
+}
+
 /**
- * ib_send_cm_apr() - answer a received LAP (not carried out yet)
- * @cm_id: the id
- * @status: &enum ib_cm_apr_status
- * @info: additional information
- * @info_length: its length
- * @private_data: private data
+ * ib_send_cm_apr() - answer a received LAP (IBA 12.8)
+ * @cm_id: an IB_CM_ESTABLISHED id whose lap_state is IB_CM_LAP_RCVD or
+ *	IB_CM_MRA_LAP_SENT
+ * @status: &enum ib_cm_apr_status; IB_CM_APR_SUCCESS accepts the path
+ * @info: additional information, or NULL
+ * @info_length: up to IB_CM_APR_INFO_LENGTH
+ * @private_data: up to IB_CM_APR_PRIVATE_DATA_SIZE bytes, or NULL
  * @private_data_len: its length
  *
- * Return: -EOPNOTSUPP.
+ * The IBA has the receiver load the alternate path into its QP before
+ * it accepts: from IB_CM_LAP_RECEIVED on, ib_cm_init_qp_attr() for
+ * IB_QPS_RTS gives it; after an accepting APR it stays the connection's,
+ * after a refusing one the earlier alternate path (if any) is given
+ * again. The APR is sent once; the peer's LAP is resent if it is lost.
+ *
+ * Context: process; may sleep.
+ * Return: 0 (lap_state is then IB_CM_LAP_IDLE), -EINVAL for a bad
+ * parameter or state, or a send errno.
  */
 int ib_send_cm_apr(struct ib_cm_id *cm_id, enum ib_cm_apr_status status,
 		   const void *info, u8 info_length,
 		   const void *private_data, u8 private_data_len)
 {
-	return -EOPNOTSUPP;
+	struct cm_apr_args a = {
+		.status = status, .info_length = info_length,
+		.len = private_data_len, .info = info, .data = private_data,
+	};
+
+	if ((unsigned int)status > IB_CM_APR_INVALID_SL ||
+	    cm_pdata_bad(info, info_length, IB_CM_APR_INFO_LENGTH) ||
+	    cm_pdata_bad(private_data, private_data_len,
+			 IB_CM_APR_PRIVATE_DATA_SIZE))
+		return -EINVAL;
+	return cm_send_call_commit(to_priv(cm_id), CM_IN_SEND_APR, CM_MSG_APR,
+				   sizeof(struct cm_apr), cm_build_apr,
+				   cm_commit_apr, &a);
 }
 EXPORT_SYMBOL(ib_send_cm_apr);
 
@@ -2028,7 +2344,11 @@ EXPORT_SYMBOL(ib_send_cm_sidr_rep);
  *	the attributes
  * @qp_attr_mask: out: which attributes were set, for ib_modify_qp()
  *
- * The rules are cm_qp_attr()'s (Documentation/cm.md).
+ * The rules are cm_qp_attr()'s (Documentation/cm.md). With an
+ * alternate path from a LAP exchange, RTS gives the RTS to RTS
+ * transition that loads it: on the LAP's receiver from
+ * IB_CM_LAP_RECEIVED on (the IBA has it load the path before accepting),
+ * on its sender once the APR accepted it.
  *
  * Return: 0, or -EINVAL when the id's state gives no attributes for that
  * transition.
@@ -2037,12 +2357,21 @@ int ib_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
 		       int *qp_attr_mask)
 {
 	struct cm_id_priv *priv = to_priv(cm_id);
+	struct cm_qp_params *q;
 	unsigned long irq;
 	int ret;
 
+	q = kmalloc(sizeof(*q), GFP_KERNEL);
+	if (!q)
+		return -ENOMEM;
 	spin_lock_irqsave(&priv->lock, irq);
-	ret = cm_qp_attr(cm_id->state, &priv->qp, qp_attr, qp_attr_mask);
+	*q = priv->qp;
+	if ((cm_id->lap_state == IB_CM_LAP_RCVD ||
+	     cm_id->lap_state == IB_CM_MRA_LAP_SENT) && priv->lap_alt_ok)
+		cm_alt_to_qp(q, &priv->lap_alt);
+	ret = cm_qp_attr(cm_id->state, q, qp_attr, qp_attr_mask);
 	spin_unlock_irqrestore(&priv->lock, irq);
+	kfree(q);
 	return ret;
 }
 EXPORT_SYMBOL(ib_cm_init_qp_attr);

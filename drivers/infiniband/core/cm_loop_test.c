@@ -43,6 +43,10 @@ struct clt_ev {
 	u32			remote_qpn, psn, qkey;
 	u16			pkey;
 	struct ib_cm_id		*listen_id;
+	/* IB_CM_LAP_RECEIVED: the alternate path as the receiver sees it */
+	struct ib_sa_path_rec	alt;
+	/* IB_CM_APR_RECEIVED: the additional information */
+	u8			info[8], info_len;
 };
 
 struct clt {
@@ -131,7 +135,17 @@ static int clt_handler(struct ib_cm_id *id, struct ib_cm_event *event)
 			break;
 		case IB_CM_REQ_ERROR:
 		case IB_CM_SIDR_REQ_ERROR:
+		case IB_CM_LAP_ERROR:
 			e->reason = event->param.send_status;
+			break;
+		case IB_CM_LAP_RECEIVED:
+			e->alt = *event->param.lap_rcvd.alternate_path;
+			break;
+		case IB_CM_APR_RECEIVED:
+			e->reason = event->param.apr_rcvd.ap_status;
+			e->info_len = event->param.apr_rcvd.info_len;
+			memcpy(e->info, event->param.apr_rcvd.apr_info,
+			       min_t(u8, e->info_len, sizeof(e->info)));
 			break;
 		case IB_CM_SIDR_REQ_RECEIVED:
 			e->listen_id = event->param.sidr_req_rcvd.listen_id;
@@ -240,8 +254,8 @@ static const u8 clt_req_pdata[16] = "request-data-01";
  * Connect @id to @sid; @local_resp is how long our CM says it takes to
  * answer, which is how long the peer waits before resending its REP.
  */
-static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
-			 u8 remote_resp, u8 local_resp)
+static int clt_connect_r(struct clt *c, struct ib_cm_id *id, __be64 sid,
+			 u8 remote_resp, u8 local_resp, u8 retries)
 {
 	struct ib_cm_req_param p = {
 		.primary_path = &clt_path,
@@ -257,10 +271,16 @@ static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
 		.local_cm_response_timeout = local_resp,
 		.retry_count = 7,
 		.rnr_retry_count = 7,
-		.max_cm_retries = 3,
+		.max_cm_retries = retries,
 	};
 
 	return ib_send_cm_req(id, &p);
+}
+
+static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
+			 u8 remote_resp, u8 local_resp)
+{
+	return clt_connect_r(c, id, sid, remote_resp, local_resp, 3);
 }
 
 static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
@@ -870,15 +890,17 @@ static void clt_sidr_duplicate(struct kunit *test)
 	clt_teardown(c);
 }
 
-/* Connect active to a new passive id; both ESTABLISHED. */
-static struct ib_cm_id *clt_establish(struct clt *c, struct ib_cm_id *active)
+/* Connect active to a new passive id, with @retries; both ESTABLISHED. */
+static struct ib_cm_id *clt_establish_r(struct clt *c, struct ib_cm_id *active,
+					u8 retries)
 {
 	struct kunit *test = c->test;
 	struct ib_cm_id *passive;
 	struct clt_ev *e;
 	int n = clt_count(c, NULL, IB_CM_RTU_RECEIVED);
 
-	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	KUNIT_ASSERT_EQ(test, clt_connect_r(c, active, CLT_SID, CLT_RESP,
+					    CLT_RESP, retries), 0);
 	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	passive = e->id;
@@ -891,6 +913,11 @@ static struct ib_cm_id *clt_establish(struct clt *c, struct ib_cm_id *active)
 					     CLT_WAIT));
 	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
 	return passive;
+}
+
+static struct ib_cm_id *clt_establish(struct clt *c, struct ib_cm_id *active)
+{
+	return clt_establish_r(c, active, 3);
 }
 
 /*
@@ -959,6 +986,367 @@ static void clt_dreq_unknown_id(struct kunit *test)
 	clt_teardown(c);
 }
 
+/*
+ * LAP/APR (IBA 12.8). The alternate path goes between the same ports as
+ * the primary one (the fake HCA has two), on another SL and with another
+ * packet lifetime, so that each field is told apart from the primary's.
+ */
+static struct ib_sa_path_rec clt_alt_path = {
+	.slid = cpu_to_be16(KTEST_LID(1)),
+	.dlid = cpu_to_be16(KTEST_LID(2)),
+	.pkey = cpu_to_be16(0xffff),
+	.mtu = IB_MTU_1024,
+	.rate = 6,
+	.sl = 5,
+	.packet_life_time = 3,
+};
+
+static const u8 clt_lap_pdata[16] = "alternate-path8";
+static const u8 clt_apr_pdata[16] = "path-answer-009";
+static const u8 clt_apr_info[8] = "info-10";
+
+/* The attributes of @id's RTS transition. */
+static int clt_rts(struct ib_cm_id *id, struct ib_qp_attr *attr, int *mask)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = IB_QPS_RTS;
+	return ib_cm_init_qp_attr(id, attr, mask);
+}
+
+/* @id's RTS transition loads the alternate path toward @dlid. */
+static void clt_expect_alt(struct kunit *test, struct ib_cm_id *id, u16 dlid,
+			   u8 port, u8 timeout)
+{
+	struct ib_qp_attr attr;
+	int mask = 0;
+
+	KUNIT_ASSERT_EQ(test, clt_rts(id, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, mask, IB_QP_STATE | IB_QP_ALT_PATH |
+			IB_QP_PATH_MIG_STATE);
+	KUNIT_EXPECT_EQ(test, attr.path_mig_state, IB_MIG_REARM);
+	KUNIT_EXPECT_EQ(test, attr.alt_ah_attr.dlid, dlid);
+	KUNIT_EXPECT_EQ(test, attr.alt_ah_attr.sl, 5);
+	KUNIT_EXPECT_EQ(test, attr.alt_ah_attr.static_rate, 6);
+	KUNIT_EXPECT_EQ(test, attr.alt_ah_attr.port_num, port);
+	KUNIT_EXPECT_EQ(test, attr.alt_ah_attr.ah_flags, 0);
+	KUNIT_EXPECT_EQ(test, attr.alt_port_num, port);
+	KUNIT_EXPECT_EQ(test, attr.alt_pkey_index, 0);
+	KUNIT_EXPECT_EQ(test, attr.alt_timeout, timeout);
+}
+
+/* @id's RTS transition is the primary one: no alternate path. */
+static void clt_expect_no_alt(struct kunit *test, struct ib_cm_id *id)
+{
+	struct ib_qp_attr attr;
+	int mask = 0;
+
+	KUNIT_ASSERT_EQ(test, clt_rts(id, &attr, &mask), 0);
+	KUNIT_EXPECT_FALSE(test, mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE));
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_SQ_PSN);
+}
+
+/* The LAP of @active arrives at @passive, with the alternate path. */
+static struct clt_ev *clt_lap(struct clt *c, struct ib_cm_id *active,
+			      struct ib_cm_id *passive)
+{
+	struct kunit *test = c->test;
+	struct clt_ev *e;
+
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, clt_lap_pdata,
+					     sizeof(clt_lap_pdata)), 0);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_SENT);
+	e = clt_wait(c, passive, IB_CM_LAP_RECEIVED);
+	if (!e)
+		return NULL;
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_LAP_RCVD);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+	return e;
+}
+
+/* The ACK timeout exponent of the alternate path, from the CA's delay. */
+static u8 clt_alt_timeout(struct clt *c)
+{
+	struct ib_device_attr da;
+
+	KUNIT_EXPECT_EQ(c->test, ib_query_device(&c->kd->ibdev, &da), 0);
+	return cm_ack_timeout(da.local_ca_ack_delay, clt_alt_path.packet_life_time);
+}
+
+/*
+ * LAP, APR accepting: the receiver gets the path as it sees it and may
+ * load it from the LAP on; the sender loads it once the APR accepted.
+ */
+static void clt_lap_accepted(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	u8 timeout = clt_alt_timeout(c);
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	clt_expect_no_alt(test, active);
+	clt_expect_no_alt(test, passive);
+
+	e = clt_lap(c, active, passive);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	CLT_EXPECT_SAME(test, e->pdata, clt_lap_pdata, sizeof(e->pdata));
+	/* the receiver's view: the sender's end is the destination */
+	KUNIT_EXPECT_EQ(test, be16_to_cpu(e->alt.dlid), KTEST_LID(1));
+	KUNIT_EXPECT_EQ(test, be16_to_cpu(e->alt.slid), KTEST_LID(2));
+	KUNIT_EXPECT_EQ(test, e->alt.sl, 5);
+	KUNIT_EXPECT_EQ(test, e->alt.rate, 6);
+	KUNIT_EXPECT_EQ(test, be16_to_cpu(e->alt.pkey), 0xffff);
+	KUNIT_EXPECT_EQ(test, e->alt.mtu, IB_MTU_1024);
+	KUNIT_EXPECT_EQ(test, e->alt.packet_life_time, timeout - 1);
+	/* IBA 12.8: the receiver loads the path before it accepts */
+	clt_expect_alt(test, passive, KTEST_LID(1), 2, timeout);
+	/* the sender not yet: the peer has not accepted */
+	clt_expect_no_alt(test, active);
+	/* one LAP at a time; an APR over its bounds is refused */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS,
+					     clt_apr_info,
+					     IB_CM_APR_INFO_LENGTH + 1, NULL, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS, NULL, 0,
+					     clt_apr_pdata,
+					     IB_CM_APR_PRIVATE_DATA_SIZE + 1),
+			-EINVAL);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS,
+					     clt_apr_info, sizeof(clt_apr_info),
+					     clt_apr_pdata,
+					     sizeof(clt_apr_pdata)), 0);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_LAP_IDLE);
+	e = clt_wait(c, active, IB_CM_APR_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_APR_SUCCESS);
+	KUNIT_EXPECT_EQ(test, e->info_len, sizeof(clt_apr_info));
+	CLT_EXPECT_SAME(test, e->info, clt_apr_info, sizeof(clt_apr_info));
+	CLT_EXPECT_SAME(test, e->pdata, clt_apr_pdata, sizeof(e->pdata));
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_ESTABLISHED);
+	clt_expect_alt(test, active, KTEST_LID(2), 1, timeout);
+	clt_expect_alt(test, passive, KTEST_LID(1), 2, timeout);
+	/* the APR stopped the LAP's retransmission */
+	msleep(400);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_LAP), 1);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_APR), 1);
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_LAP_ERROR), 0);
+
+	/* the connection still disconnects as before */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(active, NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_DREQ_RECEIVED));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* An APR refusing the path: the status reaches the sender; nothing loads. */
+static void clt_lap_rejected(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	KUNIT_ASSERT_NOT_NULL(test, clt_lap(c, active, passive));
+	KUNIT_ASSERT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_INVALID_SL,
+					     NULL, 0, NULL, 0), 0);
+	e = clt_wait(c, active, IB_CM_APR_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_APR_INVALID_SL);
+	KUNIT_EXPECT_EQ(test, e->info_len, 0);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_LAP_IDLE);
+	clt_expect_no_alt(test, active);
+	clt_expect_no_alt(test, passive);
+	/* the exchange is over: a new LAP may go */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, NULL, IB_CM_LAP_RECEIVED));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* Every LAP lost: MaxCMRetries resends, then IB_CM_LAP_ERROR. */
+static void clt_lap_timeout(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	c->drop_kind = CM_MSG_LAP;
+	c->drop_left = -1;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0), 0);
+	e = clt_wait(c, active, IB_CM_LAP_ERROR);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_WC_RESP_TIMEOUT_ERR);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_LAP), 1 + 3);
+	/* the connection stays; the LAP exchange is over */
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_LAP_RECEIVED), 0);
+	clt_expect_no_alt(test, active);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* An MRA for the LAP stretches the wait: no LAP resent, then the APR. */
+static void clt_lap_mra(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	/* no MRA without a LAP to answer */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_mra(passive, 19, NULL, 0), -EINVAL);
+	KUNIT_ASSERT_NOT_NULL(test, clt_lap(c, active, passive));
+	/* 4.096 us * 2^19 = 2.1 s */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive, 19, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_MRA_LAP_SENT);
+	e = clt_wait(c, active, IB_CM_MRA_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->service_timeout, 19);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_MRA_LAP_RCVD);
+	/* four normal waits (134 ms each) would have ended in LAP_ERROR */
+	msleep(700);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_LAP), 1);
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_LAP_ERROR), 0);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS, NULL, 0,
+					     NULL, 0), 0);
+	e = clt_wait(c, active, IB_CM_APR_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_APR_SUCCESS);
+	clt_expect_alt(test, active, KTEST_LID(2), 1, clt_alt_timeout(c));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/*
+ * Repeated LAPs: while the consumer holds the LAP they are dropped (one
+ * event); once it sent an MRA they are answered with that MRA again.
+ */
+static void clt_lap_duplicate(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	int mras;
+
+	clt_ids(c, &listen, &active);
+	/* 15 retries: the LAP outlives the whole case */
+	passive = clt_establish_r(c, active, 15);
+	KUNIT_ASSERT_NOT_NULL(test, clt_lap(c, active, passive));
+	/* unanswered, the LAP is resent every 134 ms */
+	KUNIT_ASSERT_TRUE(test, wait_event_timeout(c->wq,
+						   clt_sent(c, CM_MSG_LAP) >= 2,
+						   CLT_WAIT));
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_LAP_RECEIVED), 1);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_MRA), 0);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_LAP_RCVD);
+
+	/* 4.096 us * 2^14 = 67 ms: the sender resends after it */
+	KUNIT_ASSERT_EQ(test, ib_send_cm_mra(passive, 14, NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active, IB_CM_MRA_RECEIVED));
+	mras = clt_sent(c, CM_MSG_MRA);
+	/* the next LAP (after the MRA's wait) gets the stored MRA again */
+	KUNIT_ASSERT_TRUE(test, wait_event_timeout(c->wq,
+						   clt_sent(c, CM_MSG_MRA) > mras,
+						   CLT_WAIT));
+	KUNIT_EXPECT_EQ(test, clt_count(c, NULL, IB_CM_LAP_RECEIVED), 1);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_MRA_LAP_SENT);
+	/* a repeated MRA extends the wait again, without a second event */
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_MRA_RECEIVED), 1);
+
+	KUNIT_ASSERT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS, NULL, 0,
+					     NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active, IB_CM_APR_RECEIVED));
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_LAP_ERROR), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/*
+ * LAP and APR outside their states: the calls are refused; a LAP that
+ * arrives when the connection is no longer ESTABLISHED is dropped.
+ */
+static void clt_lap_wrong_state(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0),
+			-EINVAL);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	/* REQ_SENT: no LAP before the connection is up */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0),
+			-EINVAL);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0),
+			-EINVAL);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, NULL, 0), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, passive, IB_CM_RTU_RECEIVED));
+	/* ESTABLISHED, but no LAP to answer */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS, NULL, 0,
+					     NULL, 0), -EINVAL);
+	/* a path from none of our ports, private data over 168 bytes */
+	clt_alt_path.slid = cpu_to_be16(0x99);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0),
+			-EINVAL);
+	clt_alt_path.slid = cpu_to_be16(KTEST_LID(1));
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, clt_lap_pdata,
+					     IB_CM_LAP_PRIVATE_DATA_SIZE + 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_LAP), 0);
+
+	/* the passive side leaves ESTABLISHED; its DREQs are lost */
+	c->drop_kind = CM_MSG_DREQ;
+	c->drop_left = -1;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_dreq(passive, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0), 0);
+	/* DREQ_SENT drops the LAP: no event, no answer */
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, active, IB_CM_LAP_ERROR));
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_LAP), 1 + 3);
+	KUNIT_EXPECT_EQ(test, clt_count(c, passive, IB_CM_LAP_RECEIVED), 0);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_APR), 0);
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_MRA), 0);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_LAP_IDLE);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
 static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_full_exchange),
 	KUNIT_CASE(clt_rej_unknown_service),
@@ -976,6 +1364,12 @@ static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_sidr_duplicate),
 	KUNIT_CASE(clt_stale_conn),
 	KUNIT_CASE(clt_dreq_unknown_id),
+	KUNIT_CASE(clt_lap_accepted),
+	KUNIT_CASE(clt_lap_rejected),
+	KUNIT_CASE(clt_lap_timeout),
+	KUNIT_CASE(clt_lap_mra),
+	KUNIT_CASE(clt_lap_duplicate),
+	KUNIT_CASE(clt_lap_wrong_state),
 	{}
 };
 

@@ -609,3 +609,42 @@ int cm_format_req(struct cm_req *m, const struct ib_cm_req_param *p,
 		memcpy(m->private_data, p->private_data, p->private_data_len);
 	return 0;
 }
+
+/**
+ * cm_format_lap() - the LAP for a consumer's ib_send_cm_lap() call
+ * @m: the LAP, filled in completely
+ * @local_comm_id: our comm ID for the connection
+ * @remote_comm_id: the peer's
+ * @remote_qpn: the peer's QP (24 bits), LAP:RemoteQPN/EECN
+ * @remote_cm_response_timeout: how long we wait for the peer's CM
+ *	(5 bits), the time it gave us for its answers
+ * @alt: the alternate path, as we see it (SLID ours, DLID the peer's)
+ * @ca_ack_delay: our CA's ACK delay exponent (for the ACK timeout)
+ * @pdata: private data, or NULL
+ * @pdata_len: up to IB_CM_LAP_PRIVATE_DATA_SIZE
+ *
+ * The alternate path block has the layout of the REQ's (IBA 12.6.13):
+ * the "local" fields are the sender's end of the path.
+ *
+ * Return: 0; -EINVAL for no path, a QPN over 24 bits, a timeout over 31,
+ * or private data over 168 bytes (or a length without a buffer).
+ */
+int cm_format_lap(struct cm_lap *m, __be32 local_comm_id, __be32 remote_comm_id,
+		  u32 remote_qpn, u8 remote_cm_response_timeout,
+		  const struct ib_sa_path_rec *alt, u8 ca_ack_delay,
+		  const void *pdata, u8 pdata_len)
+{
+	if (!alt || remote_qpn > 0xffffff ||
+	    remote_cm_response_timeout > CM_EXP_MAX ||
+	    pdata_len > IB_CM_LAP_PRIVATE_DATA_SIZE || (pdata_len && !pdata))
+		return -EINVAL;
+	memset(m, 0, sizeof(*m));
+	m->local_comm_id = local_comm_id;
+	m->remote_comm_id = remote_comm_id;
+	m->remote_qpn_eecn = cpu_to_be32(remote_qpn);
+	m->remote_cm_response_timeout = remote_cm_response_timeout;
+	cm_format_path(&m->alternate, alt, ca_ack_delay);
+	if (pdata_len)
+		memcpy(m->private_data, pdata, pdata_len);
+	return 0;
+}

@@ -215,5 +215,9 @@ const struct ib_field *cm_msg_rows(enum cm_msg_kind kind, int *nrows);
 u8 cm_ack_timeout(u8 ca_ack_delay, u8 packet_life_time);
 int cm_format_req(struct cm_req *m, const struct ib_cm_req_param *p,
 		  __be32 local_comm_id, __be64 local_ca_guid, u8 ca_ack_delay);
+int cm_format_lap(struct cm_lap *m, __be32 local_comm_id, __be32 remote_comm_id,
+		  u32 remote_qpn, u8 remote_cm_response_timeout,
+		  const struct ib_sa_path_rec *alt, u8 ca_ack_delay,
+		  const void *pdata, u8 pdata_len);
 
 #endif /* IB_CM_MSGS_H */

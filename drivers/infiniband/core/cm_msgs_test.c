@@ -841,6 +841,63 @@ static void cm_format_req_param(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.private_data[3], 0);
 }
 
+/* A consumer's LAP: the comm IDs, QPN, timeout and path in place. */
+static void cm_format_lap_param(struct kunit *test)
+{
+	struct ib_sa_path_rec path = {
+		.slid = cpu_to_be16(0x13), .dlid = cpu_to_be16(0x24),
+		.flow_label = cpu_to_be32(0xabcde), .rate = IB_RATE_20_GBPS,
+		.traffic_class = 0x5a, .hop_limit = 0x40, .sl = 0xd,
+		.packet_life_time = 14,
+	};
+	/* 12: QPN; 15: timeout 10100, 000 -> a0; 16..19 reserved; LIDs */
+	static const u8 head[] = {
+		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+		0x00, 0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0xa0,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x13, 0x00, 0x24,
+	};
+	/* 56: flow label, TC, hop; rate; SL 1101, not local -> d0; 2^16 -> 80 */
+	static const u8 tail[] = { 0xab, 0xcd, 0xe0, 0x5a, 0x40, 0x06, 0xd0, 0x80 };
+	u8 pd[IB_CM_LAP_PRIVATE_DATA_SIZE + 1], buf[CM_DATA];
+	struct cm_lap m;
+
+	memcpy(path.sgid.raw, gid_a, 16);
+	memcpy(path.dgid.raw, gid_b, 16);
+	cm_fill(pd, sizeof(pd));
+	KUNIT_ASSERT_EQ(test, cm_format_lap(&m, cpu_to_be32(0x11223344),
+					    cpu_to_be32(0x55667788), 0x123456, 20,
+					    &path, 15, pd,
+					    IB_CM_LAP_PRIVATE_DATA_SIZE), 0);
+	cm_msg_pack(CM_MSG_LAP, &m, buf);
+	ib_kunit_expect_bytes(test, "LAP 0..23", buf, head, sizeof(head));
+	ib_kunit_expect_bytes(test, "LAP local GID", buf + 24, gid_a, 16);
+	ib_kunit_expect_bytes(test, "LAP remote GID", buf + 40, gid_b, 16);
+	ib_kunit_expect_bytes(test, "LAP path tail", buf + 56, tail, sizeof(tail));
+	ib_kunit_expect_bytes(test, "LAP private data", buf + 64, pd, 168);
+
+	/* out-of-field values are refused and nothing is written */
+	memset(&m, 0xee, sizeof(m));
+	KUNIT_EXPECT_EQ(test, cm_format_lap(&m, 0, 0, 0x1000000, 20, &path, 15,
+					    NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, cm_format_lap(&m, 0, 0, 1, 32, &path, 15, NULL, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, cm_format_lap(&m, 0, 0, 1, 20, NULL, 15, NULL, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, cm_format_lap(&m, 0, 0, 1, 20, &path, 15, pd,
+					    IB_CM_LAP_PRIVATE_DATA_SIZE + 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, cm_format_lap(&m, 0, 0, 1, 20, &path, 15, NULL, 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, m.remote_cm_response_timeout, 0xee);
+
+	/* a path inside the subnet, a short private data */
+	path.hop_limit = 1;
+	KUNIT_ASSERT_EQ(test, cm_format_lap(&m, 0, 0, 1, 20, &path, 15, pd, 3), 0);
+	KUNIT_EXPECT_EQ(test, m.alternate.subnet_local, 1);
+	KUNIT_EXPECT_EQ(test, m.private_data[2], pd[2]);
+	KUNIT_EXPECT_EQ(test, m.private_data[3], 0);
+}
+
 static struct kunit_case cm_msgs_cases[] = {
 	KUNIT_CASE(cm_pack_samples),
 	KUNIT_CASE(cm_unpack_samples),
@@ -851,6 +908,7 @@ static struct kunit_case cm_msgs_cases[] = {
 	KUNIT_CASE(cm_mad_header),
 	KUNIT_CASE(cm_ack_timeouts),
 	KUNIT_CASE(cm_format_req_param),
+	KUNIT_CASE(cm_format_lap_param),
 	{}
 };
 

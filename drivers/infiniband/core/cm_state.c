@@ -558,6 +558,13 @@ static const u32 cm_qp_ok[] = {
  * RC QPs get the RDMA read/atomic and timer attributes on top of what UC
  * QPs get (IBA 11.2.4.2, the Modify QP table).
  *
+ * Once a LAP exchange has given the connection an alternate path
+ * (@p->alt_valid), RTS in ESTABLISHED is the RTS to RTS transition that
+ * loads it: the alternate address vector, port, P_Key index and timeout,
+ * and the path migration state REARM (IBA 17.2.8, 12.8.1), as the 2.6.1x
+ * CM gave it; the attributes of RTR to RTS are not repeated, since RTS
+ * to RTS does not take them.
+ *
  * Return: 0, or -EINVAL for another target state, a state of the
  * connection that gives none for it, or a QP type other than RC or UC.
  */
@@ -597,6 +604,15 @@ int cm_qp_attr(enum ib_cm_state state, const struct cm_qp_params *p,
 		}
 		break;
 	default:	/* IB_QPS_RTS */
+		if (state == IB_CM_ESTABLISHED && p->alt_valid) {
+			*mask |= IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE;
+			attr->alt_ah_attr = p->alt_ah_attr;
+			attr->alt_port_num = p->alt_port_num;
+			attr->alt_pkey_index = p->alt_pkey_index;
+			attr->alt_timeout = p->alt_timeout;
+			attr->path_mig_state = IB_MIG_REARM;
+			break;
+		}
 		*mask |= IB_QP_SQ_PSN;
 		attr->sq_psn = p->sq_psn;
 		if (rc) {

@@ -139,6 +139,11 @@ enum cm_retry_verdict cm_retry_expired(struct cm_retry *r);
  * @local_ack_timeout: the transport timeout exponent of our QP
  * @retry_count, @rnr_retry_count: transport and RNR retries of our QP
  * @min_rnr_timer: the RNR NAK timer our QP advertises
+ * @alt_valid: a LAP exchange gave the connection an alternate path (the
+ *	fields below), which an RTS to RTS transition loads
+ * @alt_ah_attr: the alternate path as an address vector
+ * @alt_port_num, @alt_pkey_index: where it leaves our CA
+ * @alt_timeout: the transport timeout exponent on it
  */
 struct cm_qp_params {
 	enum ib_qp_type		qp_type;
@@ -150,6 +155,10 @@ struct cm_qp_params {
 	u8			responder_resources, initiator_depth;
 	u8			local_ack_timeout, retry_count, rnr_retry_count;
 	u8			min_rnr_timer;
+	bool			alt_valid;
+	struct ib_ah_attr	alt_ah_attr;
+	u8			alt_port_num, alt_timeout;
+	u16			alt_pkey_index;
 };
 
 int cm_qp_attr(enum ib_cm_state state, const struct cm_qp_params *p,

@@ -607,6 +607,54 @@ static void cm_qp_attrs(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask[0]), -EINVAL);
 }
 
+/*
+ * After a LAP exchange, RTS in ESTABLISHED is RTS to RTS loading the
+ * alternate path, with the migration state REARM; before it, and in the
+ * other states, RTS is the primary transition.
+ */
+static void cm_qp_attrs_alt(struct kunit *test)
+{
+	struct cm_qp_params p = cm_qp_sample;
+	struct ib_qp_attr a = {};
+	int mask;
+
+	p.alt_valid = true;
+	p.alt_ah_attr = (struct ib_ah_attr) { .dlid = 0x31, .sl = 9, .port_num = 1 };
+	p.alt_port_num = 1;
+	p.alt_pkey_index = 4;
+	p.alt_timeout = 17;
+	a.qp_state = IB_QPS_RTS;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask), 0);
+	KUNIT_EXPECT_EQ(test, mask, IB_QP_STATE | IB_QP_ALT_PATH |
+			IB_QP_PATH_MIG_STATE);
+	KUNIT_EXPECT_EQ(test, a.path_mig_state, IB_MIG_REARM);
+	KUNIT_EXPECT_EQ(test, a.alt_ah_attr.dlid, 0x31);
+	KUNIT_EXPECT_EQ(test, a.alt_ah_attr.sl, 9);
+	KUNIT_EXPECT_EQ(test, a.alt_port_num, 1);
+	KUNIT_EXPECT_EQ(test, a.alt_pkey_index, 4);
+	KUNIT_EXPECT_EQ(test, a.alt_timeout, 17);
+	/* the primary's attributes are not repeated */
+	KUNIT_EXPECT_EQ(test, a.sq_psn, 0U);
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RTS, IB_QPS_RTS,
+						   IB_QPT_RC, mask));
+	p.qp_type = IB_QPT_UC;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask), 0);
+	KUNIT_EXPECT_TRUE(test, ib_modify_qp_is_ok(IB_QPS_RTS, IB_QPS_RTS,
+						   IB_QPT_UC, mask));
+
+	/* before ESTABLISHED the alternate path of a LAP plays no part */
+	p.qp_type = IB_QPT_RC;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_REP_RCVD, &p, &a, &mask), 0);
+	KUNIT_EXPECT_FALSE(test, mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE));
+	/* nor in ESTABLISHED without one */
+	p.alt_valid = false;
+	KUNIT_ASSERT_EQ(test, cm_qp_attr(IB_CM_ESTABLISHED, &p, &a, &mask), 0);
+	KUNIT_EXPECT_FALSE(test, mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE));
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_SQ_PSN);
+}
+
 static struct kunit_case cm_state_cases[] = {
 	KUNIT_CASE(cm_walk_active),
 	KUNIT_CASE(cm_walk_passive),
@@ -622,6 +670,7 @@ static struct kunit_case cm_state_cases[] = {
 	KUNIT_CASE(cm_names),
 	KUNIT_CASE(cm_out_of_range),
 	KUNIT_CASE(cm_qp_attrs),
+	KUNIT_CASE(cm_qp_attrs_alt),
 	{}
 };
 

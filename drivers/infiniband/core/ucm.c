@@ -440,9 +440,11 @@ static void ucm_fill_event(struct ucm_event *ev, const struct ib_cm_event *event
 		r->u.mra_resp.timeout = event->param.mra_rcvd.service_timeout;
 		break;
 	case IB_CM_LAP_RECEIVED:
-		if (event->param.lap_rcvd.alternate_path)
+		if (event->param.lap_rcvd.alternate_path) {
 			ucm_path_to_user(&r->u.lap_resp.path,
 					 event->param.lap_rcvd.alternate_path);
+			r->present |= IB_UCM_PRES_ALTERNATE;
+		}
 		break;
 	case IB_CM_APR_RECEIVED:
 		r->u.apr_resp.status = event->param.apr_rcvd.ap_status;
@@ -813,7 +815,7 @@ static int ucm_cmd_notify(struct ucm_ctx *ctx, const void *in)
 	case IB_EVENT_COMM_EST:
 		return ib_cm_establish(ctx->cm_id);
 	case IB_EVENT_PATH_MIG:
-		return -EOPNOTSUPP;	/* no alternate paths (no LAP) */
+		return -EOPNOTSUPP;	/* path migration is not carried out */
 	default:
 		return -EINVAL;
 	}
@@ -977,6 +979,8 @@ static int ucm_cmd_send_lap(struct ucm_ctx *ctx, const void *in)
 	void *data;
 	int ret;
 
+	if (!cmd->path)
+		return -EINVAL;
 	ret = ucm_copy_path(&path, cmd->path);
 	if (ret)
 		return ret;

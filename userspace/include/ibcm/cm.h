@@ -119,12 +119,23 @@ public:
 	void reject(std::uint32_t reason, ByteView ari = {}, ByteView private_data = {});
 	void disconnect(ByteView private_data = {}); // DREQ
 	void drep(ByteView private_data = {}); // answers a DREQ
-	void mra(std::uint8_t service_timeout, ByteView private_data = {});
+	void mra(std::uint8_t service_timeout, ByteView private_data = {}); // REQ, REP or LAP
+	// LAP (IBA 12.8): proposes an alternate path (as this side sees it) for
+	// an established connection; the answer comes as AprReceived, none as
+	// LapError.
+	void lap(const PathRecord &alternate_path, ByteView private_data = {});
+	// APR: answers a LapReceived; kAprSuccess accepts the path.
+	void apr(std::uint32_t status, ByteView info = {}, ByteView private_data = {});
 	void notify(std::uint32_t ib_event); // e.g. IBV_EVENT_COMM_EST
 	void sidr_req(const SidrReqParams &params);
 	void sidr_rep(const SidrRepParams &params);
 	IdAttr attr();
 	QpAttr init_qp_attr(ibv_qp_state state);
+	// The RTS->RTS transition that loads the alternate path of a LAP
+	// exchange (alt AV, port, P_Key index, timeout, PATH_MIG_STATE REARM):
+	// on the LAP's receiver from LapReceived on, on its sender once an APR
+	// accepted it. EINVAL (std::system_error) when the CM has none.
+	QpAttr init_alt_path_attr();
 	// Destroys the kernel id now; returns how many events it had reported.
 	// The object is empty afterwards.
 	std::uint32_t destroy();

@@ -47,6 +47,10 @@ inline constexpr std::uint32_t kRejStaleConn = 10;
 inline constexpr std::uint32_t kRejInvalidGid = 12;
 inline constexpr std::uint32_t kRejConsumerDefined = 28;
 
+// APR:APStatus values used by the tools and tests (IBA 12.6.15).
+inline constexpr std::uint32_t kAprSuccess = 0;
+inline constexpr std::uint32_t kAprReject = 3;
+
 // A path between two ports, host byte order, as an SA PathRecord gives it.
 // mtu, rate and packet_life_time are the IBA encodings (mtu 1..5 = 256..4096,
 // rate 2 = 2.5 Gb/s, 3 = 10 Gb/s, ...; packet life time 4.096 us * 2^n).

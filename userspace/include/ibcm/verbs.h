@@ -56,6 +56,9 @@ public:
 
 	// Moves the QP to @state with the CM's attributes for it.
 	void modify(ConnectionId &conn, ibv_qp_state state) { modify_qp(qp_.get(), conn, state); }
+	// RTS->RTS: loads the alternate path of a LAP exchange and rearms path
+	// migration (ConnectionId::init_alt_path_attr()).
+	void load_alternate_path(ConnectionId &conn) { modify_qp(qp_.get(), conn.init_alt_path_attr()); }
 	void post_recv(int slot, std::uint64_t wr_id);
 	void post_send(int slot, std::size_t len, std::uint64_t wr_id);
 
