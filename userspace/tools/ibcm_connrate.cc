@@ -84,6 +84,11 @@ int run_server(const Config &c)
 				rep.qpn = static_cast<std::uint32_t>(fake_qpn++ & 0xffffff);
 			}
 			conn.id.accept(rep);
+			// RTS now (REP_SENT), not on the RTU: the client sends its
+			// DREQ right after the RTU, and once the DREQ is in, the CM
+			// gives no RTS attributes (EINVAL), as upstream's does not.
+			if (conn.qp)
+				conn.qp->modify(conn.id, IBV_QPS_RTS);
 			conns.emplace(id, std::move(conn));
 			continue;
 		}
@@ -91,8 +96,7 @@ int run_server(const Config &c)
 		if (it == conns.end())
 			continue;
 		if (std::holds_alternative<Established>(*ev)) {
-			if (it->second.qp)
-				it->second.qp->modify(it->second.id, IBV_QPS_RTS);
+			// the RTU: nothing left to do
 		} else if (std::holds_alternative<DreqReceived>(*ev)) {
 			it->second.id.drep();
 			served++;
