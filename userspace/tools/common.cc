@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "common.h"
 
+#include <cmath>
 #include <random>
 
 namespace ibcm::tools {
@@ -82,14 +83,84 @@ std::string describe_unexpected(const Event &ev)
 {
 	std::string s = std::string("unexpected CM event ") + event_name(ev);
 	if (auto *rej = std::get_if<RejReceived>(&ev))
-		s += " (reason " + std::to_string(rej->reason) + ")";
+		s += " (reason " + std::to_string(rej->reason) + ": " + rej_reason_name(rej->reason) + ")";
 	std::visit(
 		[&](const auto &e) {
 			if constexpr (std::is_base_of_v<SendError, std::decay_t<decltype(e)>>)
-				s += " (send status " + std::to_string(e.send_status) + ")";
+				s += " (send status " + std::to_string(e.send_status) + ": " +
+				     ibv_wc_status_str(static_cast<ibv_wc_status>(e.send_status)) + ")";
 		},
 		ev);
 	return s;
+}
+
+std::string rej_reason_name(std::uint32_t reason)
+{
+	static const char *const names[] = {
+		nullptr,
+		"no QP",
+		"no EEC",
+		"no resources",
+		"timeout",
+		"unsupported request",
+		"invalid communication ID",
+		"invalid communication instance",
+		"invalid service ID",
+		"invalid transport type",
+		"stale connection",
+		"RDC does not exist",
+		"invalid GID",
+		"invalid LID",
+		"invalid SL",
+		"invalid traffic class",
+		"invalid hop limit",
+		"invalid packet rate",
+		"invalid alternate GID",
+		"invalid alternate LID",
+		"invalid alternate SL",
+		"invalid alternate traffic class",
+		"invalid alternate hop limit",
+		"invalid alternate packet rate",
+		"port CM redirect",
+		"port redirect",
+		"invalid MTU",
+		"insufficient responder resources",
+		"consumer defined",
+		"invalid RNR retry count",
+		"duplicate local communication ID",
+		"invalid class version",
+		"invalid flow label",
+		"invalid alternate flow label",
+	};
+	if (reason < std::size(names) && names[reason])
+		return names[reason];
+	return "reason " + std::to_string(reason);
+}
+
+std::string sidr_status_name(std::uint32_t status)
+{
+	static const char *const names[] = {
+		"valid", "unsupported", "rejected", "no QP", "redirect", "unsupported version",
+	};
+	if (status < std::size(names))
+		return names[status];
+	return "status " + std::to_string(status);
+}
+
+void apply_cm_options(const Args &args, ReqParams &req)
+{
+	const std::uint64_t t = args.num("cm-timeout", req.remote_cm_response_timeout);
+	const std::uint64_t r = args.num("cm-retries", req.max_cm_retries);
+	if (t > 31 || r > 15)
+		throw UsageError("--cm-timeout 0..31, --cm-retries 0..15");
+	req.remote_cm_response_timeout = static_cast<std::uint8_t>(t);
+	req.max_cm_retries = static_cast<std::uint8_t>(r);
+}
+
+double req_wait_ms(std::uint8_t packet_life_time, std::uint8_t cm_response_timeout)
+{
+	const auto ms = [](std::uint8_t e) { return 4.096e-3 * std::ldexp(1.0, e); };
+	return 2 * ms(packet_life_time) + ms(cm_response_timeout);
 }
 
 std::string describe_cma(ByteView pd)

@@ -36,6 +36,39 @@ class UsageError : public std::runtime_error {
 	using std::runtime_error::runtime_error;
 };
 
+// Exit status of a tool whose connect (or SIDR) the CM refused or gave up
+// on: a REJ, a REQ_ERROR after the retries, a SIDR_REP that is not "valid".
+inline constexpr int kCmFailed = 4;
+
+// An event where another was awaited (wait_for()): what() describes it
+// (describe_unexpected()), event() is its name ("RejReceived", "ReqError").
+class CmEventError : public std::runtime_error {
+public:
+	CmEventError(const std::string &what, std::string event)
+		: std::runtime_error(what), event_(std::move(event))
+	{
+	}
+	const std::string &event() const noexcept { return event_; }
+
+private:
+	std::string event_;
+};
+
+// "invalid service ID" for REJ reason 8 (IBA 12.6.7.2), "reason N" if unknown.
+std::string rej_reason_name(std::uint32_t reason);
+// "valid", "unsupported" (the service ID), ... for a SIDR_REP status
+// (IBA 12.11.2), "status N" if unknown.
+std::string sidr_status_name(std::uint32_t status);
+
+// --cm-timeout T (the REQ's remote CM response timeout, 4.096 us * 2^T,
+// 0..31) and --cm-retries N (its MaxCMRetries, 0..15) onto @req; the
+// library's defaults (20 and 15) stay when they are absent.
+void apply_cm_options(const Args &args, ReqParams &req);
+
+// The time the active side waits for a REP, in ms, as ib_cm computes it:
+// (2 * PacketLifeTime + remote CM response timeout), each 4.096 us * 2^n.
+double req_wait_ms(std::uint8_t packet_life_time, std::uint8_t cm_response_timeout);
+
 // The path to the peer from --dgid / --dlid: through the SA, or with
 // --no-sa from make_path() (--dgid defaults to our own GID when --dlid is
 // our own LID: loopback).
@@ -43,7 +76,7 @@ PathRecord resolve_path(const Args &args, ibv_context *ctx, const std::string &d
 
 // Waits for an event of type T for connection @id, skipping MRAs (and
 // anything for other ids). A REJ, a send error or any other event is
-// thrown as std::runtime_error naming it. Timeout -> std::runtime_error.
+// thrown as CmEventError naming it. Timeout -> std::runtime_error.
 template <typename T> T wait_for(Device &cm, std::uint32_t id, std::chrono::milliseconds timeout);
 
 // The cma_hdr of a REQ's private data, as text, or "" if none.

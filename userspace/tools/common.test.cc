@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // The tools' shared pieces: option parsing, wait_for() over the fake ucm
-// (MRAs skipped, other ids ignored, REJ and send errors thrown, timeout),
-// describe_cma().
+// (MRAs skipped, other ids ignored, REJ and send errors thrown as
+// CmEventError with their names, timeout), describe_cma(), the REJ reason
+// and SIDR status names, --cm-timeout/--cm-retries, the REQ wait formula.
 #include <gtest/gtest.h>
 
 #include "common.h"
@@ -69,21 +70,94 @@ TEST_F(IbcmWaitFor, RejectIsAnError)
 		wait_for<RepReceived>(dev, 5, std::chrono::milliseconds(100));
 		FAIL();
 	} catch (const std::runtime_error &e) {
-		EXPECT_NE(std::string(e.what()).find("RejReceived (reason 8)"), std::string::npos) << e.what();
+		EXPECT_NE(std::string(e.what()).find("RejReceived (reason 8: invalid service ID)"), std::string::npos)
+			<< e.what();
 	}
 	queue(5, 0, IBV_WC_RESP_TIMEOUT_ERR);
 	try {
 		wait_for<RepReceived>(dev, 5, std::chrono::milliseconds(100));
 		FAIL();
-	} catch (const std::runtime_error &e) {
-		EXPECT_NE(std::string(e.what()).find("ReqError (send status"), std::string::npos) << e.what();
+	} catch (const CmEventError &e) {
+		EXPECT_EQ(e.event(), "ReqError");
+		EXPECT_NE(std::string(e.what()).find("ReqError (send status 20: "), std::string::npos) << e.what();
 	}
+	queue(5, 11, kRejStaleConn);
+	try {
+		wait_for<RepReceived>(dev, 5, std::chrono::milliseconds(100));
+		FAIL();
+	} catch (const CmEventError &e) {
+		EXPECT_EQ(e.event(), "RejReceived");
+		EXPECT_NE(std::string(e.what()).find("(reason 10: stale connection)"), std::string::npos) << e.what();
+	}
+}
+
+// A SIDR_REQ, like a REQ, comes with the id the kernel made for it, not
+// the listener's: wait_for() on the listener takes it.
+TEST_F(IbcmWaitFor, SidrReqCarriesItsNewId)
+{
+	queue(6, 3); // a REP for another id is skipped
+	queue(9, 16);
+	const SidrReqReceived req = wait_for<SidrReqReceived>(dev, 5, std::chrono::milliseconds(100));
+	EXPECT_EQ(req.id, 9U);
+	EXPECT_EQ(req.conn.handle(), 9U);
 }
 
 TEST_F(IbcmWaitFor, TimesOut)
 {
 	queue(6, 3);
 	EXPECT_THROW(wait_for<RepReceived>(dev, 5, std::chrono::milliseconds(30)), std::runtime_error);
+}
+
+TEST(IbcmToolNames, RejReasonsAndSidrStatus)
+{
+	EXPECT_EQ(rej_reason_name(1), "no QP");
+	EXPECT_EQ(rej_reason_name(kRejInvalidServiceId), "invalid service ID");
+	EXPECT_EQ(rej_reason_name(kRejConsumerDefined), "consumer defined");
+	EXPECT_EQ(rej_reason_name(33), "invalid alternate flow label");
+	EXPECT_EQ(rej_reason_name(0), "reason 0");
+	EXPECT_EQ(rej_reason_name(34), "reason 34");
+	EXPECT_EQ(sidr_status_name(0), "valid");
+	EXPECT_EQ(sidr_status_name(1), "unsupported");
+	EXPECT_EQ(sidr_status_name(3), "no QP");
+	EXPECT_EQ(sidr_status_name(6), "status 6");
+}
+
+TEST(IbcmToolArgs, CmTimeoutAndRetries)
+{
+	std::vector<std::string> v = {"--cm-timeout", "14", "--cm-retries", "3"};
+	std::vector<char *> argv;
+	static std::string name = "tool";
+	argv.push_back(name.data());
+	for (auto &x : v)
+		argv.push_back(x.data());
+	const std::vector<std::string> opts = {"cm-timeout", "cm-retries"};
+	ReqParams req;
+	apply_cm_options(Args(static_cast<int>(argv.size()), argv.data(), {}, opts), req);
+	EXPECT_EQ(req.remote_cm_response_timeout, 14);
+	EXPECT_EQ(req.max_cm_retries, 3);
+	ReqParams untouched;
+	apply_cm_options(Args(1, argv.data(), {}, opts), untouched);
+	EXPECT_EQ(untouched.remote_cm_response_timeout, 20);
+	EXPECT_EQ(untouched.max_cm_retries, 15);
+	v = {"--cm-timeout", "32"};
+	argv.resize(1);
+	for (auto &x : v)
+		argv.push_back(x.data());
+	EXPECT_THROW(apply_cm_options(Args(3, argv.data(), {}, opts), req), UsageError);
+	v = {"--cm-retries", "16"};
+	argv.resize(1);
+	for (auto &x : v)
+		argv.push_back(x.data());
+	EXPECT_THROW(apply_cm_options(Args(3, argv.data(), {}, opts), req), UsageError);
+}
+
+// ib_cm's cm_req_timeout_ms(14, 20) is 4430 ms (its KUnit case): the same
+// formula here, unrounded.
+TEST(IbcmToolTimes, ReqWait)
+{
+	EXPECT_NEAR(req_wait_ms(14, 20), 4429.185, 0.001);
+	EXPECT_NEAR(req_wait_ms(14, 14), 3 * 67.108864, 0.001);
+	EXPECT_NEAR(req_wait_ms(0, 0), 0.012288, 1e-6);
 }
 
 TEST(IbcmToolCma, Describe)

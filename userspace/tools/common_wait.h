@@ -21,13 +21,15 @@ template <typename T> T wait_for(Device &cm, std::uint32_t id, std::chrono::mill
 		std::optional<Event> ev = cm.next_event(left);
 		if (!ev)
 			continue;
-		if (header(*ev).id != id && !std::holds_alternative<ReqReceived>(*ev))
+		// a REQ or SIDR_REQ comes with the new id the kernel made for it
+		if (header(*ev).id != id && !std::holds_alternative<ReqReceived>(*ev) &&
+		    !std::holds_alternative<SidrReqReceived>(*ev))
 			continue;
 		if (auto *t = std::get_if<T>(&*ev))
 			return std::move(*t);
 		if (std::holds_alternative<MraReceived>(*ev))
 			continue;
-		throw std::runtime_error(describe_unexpected(*ev));
+		throw CmEventError(describe_unexpected(*ev), event_name(*ev));
 	}
 }
 

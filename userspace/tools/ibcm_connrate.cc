@@ -4,11 +4,14 @@
 //
 //   server: ibcm_connrate --dev mthca0 --server [--count N] [--sid S] [--no-qp]
 //   client: ibcm_connrate --dev mthca0 (--dgid G | --dlid L) [--no-sa]
-//           [--count N] [--sid S] [--no-qp]
+//           [--count N] [--sid S] [--no-qp] [--cm-timeout T] [--cm-retries N]
 //
 // Each cycle creates an RC QP and moves it INIT/RTR/RTS with the CM's
 // attributes, unless --no-qp (then the REQ/REP name made-up QPNs and only
-// the CM exchange is timed). Exit status: 0 ok, 1 error, 2 usage.
+// the CM exchange is timed). --cm-timeout/--cm-retries: the REQ's remote CM
+// response timeout and MaxCMRetries (as ibcm_pingpong). Exit status: 0 ok,
+// 1 error, 2 usage, 4 a connect failed by a CM event (REJ, REQ_ERROR, ...),
+// printed as "cycle N: connect failed: <event> (...)".
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -81,6 +84,11 @@ int run_server(const Config &c)
 				rep.qpn = static_cast<std::uint32_t>(fake_qpn++ & 0xffffff);
 			}
 			conn.id.accept(rep);
+			// RTS now (REP_SENT), not on the RTU: the client sends its
+			// DREQ right after the RTU, and once the DREQ is in, the CM
+			// gives no RTS attributes (EINVAL), as upstream's does not.
+			if (conn.qp)
+				conn.qp->modify(conn.id, IBV_QPS_RTS);
 			conns.emplace(id, std::move(conn));
 			continue;
 		}
@@ -88,8 +96,7 @@ int run_server(const Config &c)
 		if (it == conns.end())
 			continue;
 		if (std::holds_alternative<Established>(*ev)) {
-			if (it->second.qp)
-				it->second.qp->modify(it->second.id, IBV_QPS_RTS);
+			// the RTU: nothing left to do
 		} else if (std::holds_alternative<DreqReceived>(*ev)) {
 			it->second.id.drep();
 			served++;
@@ -122,8 +129,15 @@ int run_client(const Config &c, const Args &args)
 		req.qpn = qp ? qp->qpn() : static_cast<std::uint32_t>((0x400 + i) & 0xffffff);
 		req.psn = random_psn();
 		req.primary_path = path;
+		apply_cm_options(args, req);
 		conn.connect(req);
-		wait_for<RepReceived>(cm, conn.handle(), c.timeout);
+		try {
+			wait_for<RepReceived>(cm, conn.handle(), c.timeout);
+		} catch (const CmEventError &e) {
+			std::printf("ibcm_connrate: cycle %llu: connect failed: %s\n",
+				    static_cast<unsigned long long>(i), e.what());
+			return kCmFailed;
+		}
 		if (qp) {
 			qp->modify(conn, IBV_QPS_INIT);
 			qp->modify(conn, IBV_QPS_RTR);
@@ -144,7 +158,7 @@ int main(int argc, char **argv)
 {
 	try {
 		const Args args(argc, argv, {"server", "no-sa", "no-qp", "help"},
-				{"dev", "port", "sid", "dgid", "dlid", "count", "timeout"});
+				{"dev", "port", "sid", "dgid", "dlid", "count", "timeout", "cm-timeout", "cm-retries"});
 		if (args.has("help") || !args.has("dev"))
 			throw UsageError("");
 		Config c;
@@ -162,7 +176,8 @@ int main(int argc, char **argv)
 			std::cerr << "ibcm_connrate: " << e.what() << "\n";
 		std::cerr << "usage: ibcm_connrate --dev IBDEV [--port N] --server [--count N] [--sid S] [--no-qp]\n"
 			     "       ibcm_connrate --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
-			     "                     [--count N] [--sid S] [--no-qp] [--timeout SECONDS]\n";
+			     "                     [--count N] [--sid S] [--no-qp] [--timeout SECONDS]\n"
+			     "                     [--cm-timeout T] [--cm-retries N]\n";
 		return 2;
 	} catch (const std::exception &e) {
 		std::cerr << "ibcm_connrate: " << e.what() << "\n";

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 // ibcm_pingpong: an RC connection set up through ib_ucm (libibcmxx), then
 // --iters SEND messages of --size bytes each way, every byte checked, and a
-// DREQ/DREP disconnect. Exit status: 0 ok, 1 error, 2 usage, 3 data mismatch.
+// DREQ/DREP disconnect. Exit status: 0 ok, 1 error, 2 usage, 3 data mismatch,
+// 4 the connect failed by a CM event (a REJ, REQ_ERROR after the retries):
+// the client prints "connect failed after <ms> ms: <event> (reason/status)".
+//
+// --cm-timeout T and --cm-retries N set the REQ's remote CM response
+// timeout (4.096 us * 2^T) and MaxCMRetries; the client prints the time it
+// waits for each try (2 * PacketLifeTime + that timeout).
 //
 //   server: ibcm_pingpong --dev mthca0 --server [--sid S | --rdma-cm-port P]
 //   client: ibcm_pingpong --dev mthca0 (--dgid G | --dlid L) [--no-sa]
 //           [--sid S | --rdma-cm-port P --src-ip A --dst-ip B] [--no-verify]
+//           [--cm-timeout T] [--cm-retries N]
 //
 // --rdma-cm-port P uses the rdma_cm service ID of RDMA_PS_TCP and P, and
 // (client) puts the cma_hdr in the REQ, so an rdma_cm server such as
@@ -97,15 +104,31 @@ int run_client(const Config &c, const Args &args)
 	req.psn = random_psn();
 	req.primary_path = path;
 	req.rnr_retry_count = 7;
+	apply_cm_options(args, req);
 	if (args.has("rdma-cm-port")) {
 		const auto src = IpAddress::parse(args.str("src-ip")), dst = IpAddress::parse(args.str("dst-ip"));
 		if (!src || !dst)
 			throw UsageError("--rdma-cm-port needs --src-ip and --dst-ip");
 		req.private_data = cma_req_private_data({*src, *dst, static_cast<std::uint16_t>(args.num("src-port", 0))});
 	}
+	std::printf("ibcm_pingpong: REQ to lid %u for service 0x%016llx: packet life time %u, remote CM response "
+		    "timeout %u, max CM retries %u: %.1f ms per try\n",
+		    path.dlid, static_cast<unsigned long long>(c.sid), path.packet_life_time,
+		    req.remote_cm_response_timeout, req.max_cm_retries,
+		    req_wait_ms(path.packet_life_time, req.remote_cm_response_timeout));
+	std::fflush(stdout);
 	const auto t0 = steady_clock::now();
 	conn.connect(req);
-	RepReceived rep = wait_for<RepReceived>(cm, conn.handle(), c.timeout);
+	RepReceived rep;
+	try {
+		rep = wait_for<RepReceived>(cm, conn.handle(), c.timeout);
+	} catch (const CmEventError &e) {
+		std::printf("ibcm_pingpong: connect failed after %.1f ms: %s\n",
+			    duration<double, std::milli>(steady_clock::now() - t0).count(), e.what());
+		const std::uint32_t reported = conn.destroy();
+		std::printf("ibcm_pingpong: id destroyed, %u events reported\n", reported);
+		return kCmFailed;
+	}
 	qp.modify(conn, IBV_QPS_INIT);
 	const std::uint64_t primed = prime_receives(qp, c);
 	qp.modify(conn, IBV_QPS_RTR);
@@ -162,7 +185,7 @@ int main(int argc, char **argv)
 	try {
 		const Args args(argc, argv, {"server", "no-sa", "no-verify", "help"},
 				{"dev", "port", "sid", "rdma-cm-port", "src-ip", "dst-ip", "src-port", "dgid", "dlid",
-				 "iters", "size", "depth", "timeout"});
+				 "iters", "size", "depth", "timeout", "cm-timeout", "cm-retries"});
 		if (args.has("help") || !args.has("dev"))
 			throw UsageError("");
 		Config c;
@@ -191,6 +214,7 @@ int main(int argc, char **argv)
 		std::cerr << "usage: ibcm_pingpong --dev IBDEV [--port N] --server [--sid S | --rdma-cm-port P]\n"
 			     "       ibcm_pingpong --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
 			     "                     [--sid S | --rdma-cm-port P --src-ip A --dst-ip B [--src-port Q]]\n"
+			     "                     [--cm-timeout T] [--cm-retries N]\n"
 			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify]\n";
 		return 2;
 	} catch (const std::exception &e) {
