@@ -195,7 +195,8 @@ Status Core::check_path_migration(Cmd& c, const Qp& q, QpState to, uint32_t optm
     if (!connected || !pm_ok)
         return fail(c, Status::BadParam, "QP 0x%x (%s): no path migration state on this transition", qpn,
                     qp_service_name(q.service));
-    unsigned alt_port = unsigned(alt_port_f.get((optmask & qpc::opt::kAltAddrPath) ? ctx : std::span<const uint8_t>(q.ctx)));
+    std::span<const uint8_t> alt_from = (optmask & qpc::opt::kAltAddrPath) ? ctx : std::span<const uint8_t>(q.ctx);
+    unsigned alt_port = unsigned(alt_port_f.get(alt_from));
     bool have_alt = alt_port >= 1 && alt_port <= num_ports_;
     uint8_t cur = q.a.pm_state, want = uint8_t(qpc::kPmState.get(ctx));
     switch (want) {
