@@ -287,6 +287,8 @@ inline constexpr uint32_t kSchedQueue = 1u << 16;
 }  // namespace opt
 // State value QUERY_QP reports for an SQD QP still draining its send queue.
 inline constexpr unsigned kStateDraining = 7;
+// Path migration states in kPmState (mthca_qp.c; IBA 17.2.8). 2 is reserved.
+inline constexpr uint8_t kPmArmed = 0, kPmRearm = 1, kPmMigrated = 3;
 }  // namespace qpc
 
 // Service types (mthca_qp.c).
@@ -329,6 +331,15 @@ struct QpAttr {
     uint8_t sgid_index = 0, hop_limit = 0, tclass = 0;
     uint32_t flow = 0;
     std::array<uint8_t, 16> rgid{};
+    // Path migration (IBA 17.2.8): the state (qpc::kPm*), and the parts of
+    // the alternate path a packet's source is matched against while ARMED.
+    // The rest of the alternate path stays in the context until a
+    // migration swaps it with the primary (Core::qp_migrate).
+    uint8_t pm_state = qpc::kPmMigrated;
+    uint8_t alt_port = 0;
+    uint16_t alt_rlid = 0;
+    bool alt_grh = false;
+    std::array<uint8_t, 16> alt_rgid{};
 };
 
 // One send WQE the requester has started and not yet completed.

@@ -111,6 +111,8 @@ struct DoorbellStats {
     // RC/UC packets dropped because their source (port, SLID, SGID) is not
     // the QP's primary path (also in rx_dropped).
     uint64_t rx_bad_source = 0;
+    // Path migrations (software-commanded or started by the remote side).
+    uint64_t path_migrations = 0;
     // Send doorbells and CQ arms rung through a UAR page other than the
     // QP's usr_page / the CQ's UAR: ignored.
     uint64_t wrong_uar = 0;
@@ -326,6 +328,16 @@ private:
     // The data path's QpAttr, decoded from the merged q.ctx; run state
     // (expected/next PSNs, retry budgets) starts at INIT2RTR/RTR2RTS.
     void apply_qp_context(Qp& q, uint16_t opcode);
+    // Path migration (IBA 17.2.8): the alternate path becomes the primary
+    // (the two 0x20-byte path blocks of the context swap places, so QUERY_QP
+    // shows the old primary as the alternate), the state goes to MIGRATED
+    // and, for a migration the remote side started, the PATH_MIG event is
+    // raised. False (and nothing changes) when the alternate path names no
+    // port of this HCA.
+    bool qp_migrate(Qp& q, bool event);
+    Status check_path_migration(Cmd& c, const Qp& q, QpState to, uint32_t optmask, std::span<const uint8_t> ctx,
+                                bool* migrate);
+    void set_pm_state(Qp& q, uint8_t pm);
 
     // Packets out (qp_packet.cc) and the requester (qp_requester.cc).
     struct Route {
@@ -336,6 +348,7 @@ private:
         const uint8_t* dgid = nullptr;
         uint8_t hop = 0, tclass = 0;
         uint32_t flow = 0;
+        bool migreq = false;  // BTH MigReq: an RC/UC QP in MIGRATED sends 1
     };
     Route route_of(const Qp& q) const;
     size_t build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, uint16_t pkey, uint32_t dqpn,
@@ -395,6 +408,7 @@ private:
     void rx_deliver(unsigned port, RxCtx& rx, Qp& q);
     void rx_ud(unsigned port, RxCtx& rx, Qp& q);
     bool from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const;
+    bool from_alternate_path(unsigned port, const RxCtx& rx, const Qp& q) const;
     void rx_rc_request(unsigned port, RxCtx& rx, Qp& q);
     void rx_uc(unsigned port, RxCtx& rx, Qp& q);
     void rx_rc_response(unsigned port, RxCtx& rx, Qp& q);

@@ -266,8 +266,9 @@ Status Core::cmd_query_dev_lim(Cmd& c)
         {devlim::kRateSupport, 0xf},
         {devlim::kLogMaxPkeys, 6},  // 64
         // Not kFlagMw (BIND_MW is not implemented; ib_mthca offers no
-        // windows anyway) nor kFlagAutoPathMig (no path migration): the
-        // model does not claim what it cannot do.
+        // windows anyway) nor kFlagAutoPathMig (migration only when
+        // software or the remote side starts it, never on retry
+        // exhaustion): the model does not claim what it cannot do.
         {devlim::kFlags, devlim::kFlagRc | devlim::kFlagUc | devlim::kFlagUd | devlim::kFlagSrq |
                              devlim::kFlagBadPkeyCntr | devlim::kFlagBadQkeyCntr | devlim::kFlagAtomic |
                              devlim::kFlagRawMulti | devlim::kFlagUdAvPortEnforce | devlim::kFlagUdMulti},

@@ -162,6 +162,65 @@ bool valid_service(uint8_t st)
 
 }  // namespace
 
+// The alternate path and the path migration state a transition may load
+// (IBA 10.3.1, 17.2.8; the transitions ib_modify_qp_is_ok allows them on),
+// checked before anything is merged. ARMED needs an alternate path on a
+// port of this HCA; MIGRATED is a migration when the QP is ARMED and goes
+// to RTS (*migrate), nothing when it is already MIGRATED, and refused from
+// REARM. The model also takes ARMED straight from software, as consumers
+// that skip REARM expect; REARM becomes ARMED when the first packet with
+// MigReq 0 arrives (rx_deliver).
+Status Core::check_path_migration(Cmd& c, const Qp& q, QpState to, uint32_t optmask, std::span<const uint8_t> ctx,
+                                  bool* migrate)
+{
+    bool connected = q.service == uint8_t(QpService::Rc) || q.service == uint8_t(QpService::Uc);
+    bool alt_ok = c.opcode == op::kInit2Rtr || c.opcode == op::kRtr2Rts || c.opcode == op::kRts2Rts ||
+                  c.opcode == op::kSqd2Sqd || c.opcode == op::kSqd2Rts;
+    bool pm_ok = alt_ok && c.opcode != op::kInit2Rtr;
+    const Field alt_port_f = qpc::at(qpc::kAltPath, qpc::path::kPort);
+    uint32_t qpn = q.qpn;
+    if (optmask & qpc::opt::kAltAddrPath) {
+        if (!connected || !alt_ok)
+            return fail(c, Status::BadParam, "QP 0x%x (%s): no alternate path on this transition", qpn,
+                        qp_service_name(q.service));
+        unsigned port = unsigned(alt_port_f.get(ctx));
+        if (port < 1 || port > num_ports_)
+            return fail(c, Status::BadParam, "QP 0x%x: alternate path port %u", qpn, port);
+        unsigned pkey = unsigned(qpc::at(qpc::kAltPath, qpc::path::kPkeyIndex).get(ctx));
+        if (pkey >= kPkeyTableLen)
+            return fail(c, Status::BadParam, "QP 0x%x: alternate path P_Key index %u", qpn, pkey);
+    }
+    if (!(optmask & qpc::opt::kPmState))
+        return Status::Ok;
+    if (!connected || !pm_ok)
+        return fail(c, Status::BadParam, "QP 0x%x (%s): no path migration state on this transition", qpn,
+                    qp_service_name(q.service));
+    std::span<const uint8_t> alt_from = (optmask & qpc::opt::kAltAddrPath) ? ctx : std::span<const uint8_t>(q.ctx);
+    unsigned alt_port = unsigned(alt_port_f.get(alt_from));
+    bool have_alt = alt_port >= 1 && alt_port <= num_ports_;
+    uint8_t cur = q.a.pm_state, want = uint8_t(qpc::kPmState.get(ctx));
+    switch (want) {
+    case qpc::kPmMigrated:
+        if (cur == qpc::kPmMigrated)
+            return Status::Ok;
+        if (cur != qpc::kPmArmed)
+            return fail(c, Status::BadParam, "QP 0x%x: MIGRATED while REARM (not armed)", qpn);
+        if (to != QpState::Rts || !have_alt)
+            return fail(c, Status::BadParam, "QP 0x%x: migration needs RTS and an alternate path (port %u)", qpn,
+                        alt_port);
+        *migrate = true;
+        return Status::Ok;
+    case qpc::kPmArmed:
+        if (!have_alt)
+            return fail(c, Status::BadParam, "QP 0x%x: ARMED without an alternate path (port %u)", qpn, alt_port);
+        return Status::Ok;
+    case qpc::kPmRearm:
+        return Status::Ok;
+    default:
+        return fail(c, Status::BadParam, "QP 0x%x: path migration state %u (reserved)", qpn, want);
+    }
+}
+
 SpecialQp Core::special_kind(uint32_t qpn, uint8_t* port) const
 {
     for (unsigned kind = 0; kind < 2; ++kind) {
@@ -272,8 +331,17 @@ Status Core::cmd_modify_qp(Cmd& c)
         if (uint32_t(qpc::kUsrPage.get(ctx)) >= num_uars())
             return fail(c, Status::BadParam, "UAR %u", uint32_t(qpc::kUsrPage.get(ctx)));
         uint32_t optmask = uint32_t(qpc::kOptMask.get(in));
+        bool migrate = false;
+        if (Status s = check_path_migration(c, q, t->to, optmask, ctx, &migrate); s != Status::Ok)
+            return s;
         merge_qp_context(q.ctx, c.opcode, optmask, ctx);
+        // Every QP starts MIGRATED, with no alternate path armed (IBA
+        // 17.2.8), whatever RST2INIT carries.
+        if (c.opcode == op::kRst2Init)
+            qpc::kPmState.set(q.ctx, qpc::kPmMigrated);
         apply_qp_context(q, c.opcode);
+        if (migrate)
+            qp_migrate(q, false);
     }
     QpState from = q.state;
     q.state = t->to;

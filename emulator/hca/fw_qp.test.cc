@@ -286,6 +286,9 @@ TEST_F(QueryQp, HostileQueriesGetAFirmwareStatus)
     put32(a.d.in(), 8 + 0x0c, 0);         // and UAR
     put8(a.d.in(), 8 + 0x09, 0x07);       // and queue sizes within QUERY_DEV_LIM
     put8(a.d.in(), 8 + 0x0a, 0x07);
+    // The alternate path's port 255 and P_Key index 127 are refused...
+    EXPECT_EQ(a.d.cmd(op::kRts2Rts, a.d.in_box(), 0, qa.qpn), Status::BadParam);
+    put32(a.d.in(), 8 + 0x40, 1u << 24);  // ... a valid one is taken
     EXPECT_EQ(a.d.cmd(op::kRts2Rts, a.d.in_box(), 0, qa.qpn), Status::Ok);
     Ctx c = query(a, qa);
     EXPECT_EQ(qpc::kState.get(c), unsigned(QpState::Rts));

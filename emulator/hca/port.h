@@ -26,8 +26,10 @@ inline constexpr unsigned kGidTableLen = 32;   // QUERY_DEV_LIM max_gids
 // IsTrapSupported(3), IsSLMappingSupported(6), IsLEDInfoSupported(9),
 // IsSystemImageGUIDSupported(11), IsVendorClassSupported(20),
 // IsCapabilityMaskNoticeSupported(22), IsClientReregistrationSupported(25).
-// Not IsAutomaticMigrationSupported(5): the model has no path migration,
-// so neither the port nor QUERY_DEV_LIM offers it.
+// Not IsAutomaticMigrationSupported(5): the model migrates a QP to its
+// alternate path when software asks (MIGRATED while ARMED) or the remote
+// side did, but not by itself on retry exhaustion, so neither the port nor
+// QUERY_DEV_LIM claims automatic migration.
 inline constexpr uint32_t kDefaultPortCapMask = 0x02500a48;
 
 // What the MT25208's PHY can do (PortInfo LinkSpeed/LinkWidth encodings):

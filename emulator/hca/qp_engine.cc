@@ -302,6 +302,12 @@ void Core::apply_qp_context(Qp& q, uint16_t opcode)
     a.qkey = uint32_t(g(qpc::kQkey));
     a.srq = g(qpc::kSrqEnable);
     a.srqn = uint32_t(g(qpc::kSrqn));
+    a.pm_state = u8(qpc::kPmState);
+    a.alt_port = u8(qpc::at(qpc::kAltPath, qpc::path::kPort));
+    a.alt_rlid = uint16_t(g(qpc::at(qpc::kAltPath, qpc::path::kRlid)));
+    a.alt_grh = g(qpc::at(qpc::kAltPath, qpc::path::kGrh));
+    put64(a.alt_rgid, 0, g(qpc::at(qpc::kAltPath, qpc::path::kRgidHi)));
+    put64(a.alt_rgid, 8, g(qpc::at(qpc::kAltPath, qpc::path::kRgidLo)));
     if (opcode == op::kInit2Rtr) {
         q.r.epsn = a.rq_psn;
         q.r.msn = 0;
@@ -592,6 +598,7 @@ void Core::rx_packet(unsigned port, const Packet& p, bool loopback)
     const uint8_t* bth = h + off;
     rx.opcode = bth[0];
     rx.se = bth[1] & 0x80;
+    rx.migreq = bth[1] & 0x40;
     rx.pad = (bth[1] >> 4) & 3;
     rx.pkey = be16(bth + 2);
     rx.dqpn = be32(bth + 4) & 0xffffff;
@@ -660,7 +667,8 @@ bool Core::pkey_ok(const Port& pt, uint16_t pkey, const Qp& q, uint8_t* index)
 // The source of an RC/UC packet is the QP's primary path: the QP's port,
 // SLID = the remote LID the QP sends to (its path bits included), and, when
 // either the path or the packet has a GRH, both have one and the SGID is the
-// path's remote GID. (No alternate path is ever loaded: APM is a seam.)
+// path's remote GID. While the QP is ARMED its alternate path is a source
+// too: the first packet from it migrates the QP (rx_deliver).
 bool Core::from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const
 {
     if (port != (q.port ? q.port : 1u) || rx.slid != q.a.rlid)
@@ -668,6 +676,44 @@ bool Core::from_primary_path(unsigned port, const RxCtx& rx, const Qp& q) const
     if (bool(rx.grh) != q.a.grh)
         return false;
     return !rx.grh || std::memcmp(rx.grh + 8, q.a.rgid.data(), 16) == 0;
+}
+
+bool Core::from_alternate_path(unsigned port, const RxCtx& rx, const Qp& q) const
+{
+    if (port != q.a.alt_port || rx.slid != q.a.alt_rlid)
+        return false;
+    if (bool(rx.grh) != q.a.alt_grh)
+        return false;
+    return !rx.grh || std::memcmp(rx.grh + 8, q.a.alt_rgid.data(), 16) == 0;
+}
+
+void Core::set_pm_state(Qp& q, uint8_t pm)
+{
+    q.a.pm_state = pm;
+    qpc::kPmState.set(q.ctx, pm);
+}
+
+bool Core::qp_migrate(Qp& q, bool event)
+{
+    unsigned alt_port = unsigned(qpc::at(qpc::kAltPath, qpc::path::kPort).get(q.ctx));
+    if (alt_port < 1 || alt_port > num_ports_)
+        return false;
+    uint8_t tmp[qpc::path::kSize];
+    std::memcpy(tmp, q.ctx.data() + qpc::kPriPath, sizeof tmp);
+    std::memcpy(q.ctx.data() + qpc::kPriPath, q.ctx.data() + qpc::kAltPath, sizeof tmp);
+    std::memcpy(q.ctx.data() + qpc::kAltPath, tmp, sizeof tmp);
+    qpc::kPmState.set(q.ctx, qpc::kPmMigrated);
+    if (q.special == SpecialQp::None)
+        q.port = uint8_t(alt_port);
+    // Decode the swapped paths; opcode 0 touches no run state (PSNs, retry
+    // budgets: a migration keeps the connection as it stands).
+    apply_qp_context(q, 0);
+    ++db_.path_migrations;
+    IBEMU_INFO(cfg_.name, "QP 0x%x migrated to its alternate path (port %u, DLID 0x%04x)%s", q.qpn, alt_port,
+               q.a.rlid, event ? ": PATH_MIG" : "");
+    if (event)
+        qp_event(ev::kPathMig, q.qpn);
+    return true;
 }
 
 void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
@@ -688,7 +734,15 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
     }
     uint8_t tr = rx.opcode >> 5;
     uint8_t st = q.service == uint8_t(QpService::Mlx) ? uint8_t(QpService::Ud) : q.service;
-    if ((tr == iba::kTrRc || tr == iba::kTrUc) && st == tr && !from_primary_path(port, rx, q)) {
+    bool connected = (tr == iba::kTrRc || tr == iba::kTrUc) && st == tr;
+    if (connected && q.a.pm_state == qpc::kPmArmed && !from_primary_path(port, rx, q) &&
+        from_alternate_path(port, rx, q)) {
+        // The remote side migrated (IBA 17.2.8): its first packet on the
+        // alternate path moves this QP there too, and the consumer hears
+        // of it. Later packets on the old path are dropped below.
+        qp_migrate(q, true);
+    }
+    if (connected && !from_primary_path(port, rx, q)) {
         // A connected QP takes packets only from its peer (IBA vol 1 9.6,
         // transport header validation): requests, responses and ACKs from
         // any other port, LID or GID are dropped without a reply, so a third
@@ -700,6 +754,10 @@ void Core::rx_deliver(unsigned port, RxCtx& rx, Qp& q)
                     port, q.qpn, rx.slid, rx.grh ? " (with GRH)" : "", q.port ? q.port : 1, q.a.rlid);
         return;
     }
+    // REARM: a packet with MigReq 0 shows the remote side has re-armed too
+    // (it left MIGRATED): the QP is ARMED from here on.
+    if (connected && q.a.pm_state == qpc::kPmRearm && !rx.migreq)
+        set_pm_state(q, qpc::kPmArmed);
     // The first packet a connected QP receives while in RTR tells its
     // consumer the connection works (the CM's RTU may have been lost):
     // the communication-established event, once per connection.

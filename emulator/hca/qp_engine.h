@@ -67,6 +67,7 @@ struct Core::RxCtx {
     const uint8_t* grh = nullptr;
     uint8_t opcode = 0;
     bool se = false;
+    bool migreq = false;  // BTH MigReq
     uint8_t pad = 0;
     uint16_t pkey = 0;
     uint32_t dqpn = 0;

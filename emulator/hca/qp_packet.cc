@@ -36,6 +36,8 @@ Core::Route Core::route_of(const Qp& q) const
     rt.hop = q.a.hop_limit;
     rt.tclass = q.a.tclass;
     rt.flow = q.a.flow;
+    rt.migreq = (q.service == uint8_t(QpService::Rc) || q.service == uint8_t(QpService::Uc)) &&
+                q.a.pm_state == qpc::kPmMigrated;
     return rt;
 }
 
@@ -67,7 +69,7 @@ size_t Core::build_headers(Packet& p, const Route& rt, uint8_t opcode, bool se, 
     }
     uint8_t* b = h + off;
     b[0] = opcode;
-    b[1] = uint8_t(se ? 0x80 : 0);  // pad count filled in by finish_packet
+    b[1] = uint8_t((se ? 0x80 : 0) | (rt.migreq ? 0x40 : 0));  // pad count filled in by finish_packet
     wbe16(b + 2, pkey);
     wbe32(b + 4, dqpn & 0xffffff);
     wbe32(b + 8, (ackreq ? 0x80000000u : 0) | (psn & iba::kPsnMask));

@@ -654,14 +654,14 @@ bool Core::emit_message(Qp& q, const WqeView& w, uint32_t idx, uint32_t npkts)
             tmpl_len = h;
             std::memcpy(tmpl, p.hdr.data(), h);
         } else {
-            // Same LRH/GRH/BTH as the previous packet but for opcode, SE,
-            // AckReq and PSN.
+            // Same LRH/GRH/BTH (MigReq included) as the previous packet
+            // but for opcode, SE, AckReq and PSN.
             h = tmpl_len;
             std::memcpy(p.hdr.data(), tmpl, h);
             p.vl = uint8_t(tmpl[0] >> 4);
             uint8_t* b = p.hdr.data() + h - iba::kBthLen;
             b[0] = uint8_t(tr | opc);
-            b[1] = uint8_t(last && se ? 0x80 : 0);
+            b[1] = uint8_t((last && se ? 0x80 : 0) | (rt.migreq ? 0x40 : 0));
             wbe32(b + 8, (rc && last ? 0x80000000u : 0) | psn);
         }
         uint8_t* x = p.hdr.data() + h;

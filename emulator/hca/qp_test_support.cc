@@ -144,7 +144,7 @@ Status Node::modify(TQp& q, uint16_t opcode, QpState to, const QpParams& p, uint
     auto c = d.in().subspan(8);
     put32(d.in(), 0, optmask);
     bool ud = q.service == uint8_t(QpService::Ud) || q.service == uint8_t(QpService::Mlx);
-    put32(c, 0x00, uint32_t(to) << 28 | uint32_t(q.service) << 16 | 3u << 11);
+    put32(c, 0x00, uint32_t(to) << 28 | uint32_t(q.service) << 16 | uint32_t(p.pm_state & 3) << 11);
     if (ud)
         put8(c, 0x08, 4 << 5 | 11);
     else if (opcode == op::kInit2Rtr)
@@ -180,6 +180,7 @@ Status Node::modify(TQp& q, uint16_t opcode, QpState to, const QpParams& p, uint
     }
     if (optmask & (1u << 0)) {  // alternate path, as mthca_path_set() + the port/P_Key/timeout
         put32(c, 0x40, uint32_t(p.alt_port) << 24 | p.alt_pkey_index);
+        put8(c, 0x45, uint8_t(p.alt_path_bits & 0x7f));
         put16(c, 0x46, p.alt_dlid);
         put8(c, 0x48, uint8_t(p.alt_timeout << 3));
         put32(c, 0x4c, uint32_t(p.alt_sl) << 28);

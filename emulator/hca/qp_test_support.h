@@ -195,8 +195,12 @@ struct QpParams {
     uint8_t path_bits = 0, sgid_index = 0, hop_limit = 64, tclass = 0, static_rate = 0;
     uint32_t flow_label = 0;
     // Alternate path (opt-param bit 0).
-    uint8_t alt_port = 1, alt_pkey_index = 0, alt_timeout = 0, alt_sl = 0;
+    uint8_t alt_port = 1, alt_pkey_index = 0, alt_timeout = 0, alt_sl = 0, alt_path_bits = 0;
     uint16_t alt_dlid = 0;
+    // Path migration state written in the context flags (read by the
+    // firmware only with opt-param bit 10): MIGRATED, as ib_mthca writes it
+    // when the attribute mask has no IB_QP_PATH_MIG_STATE.
+    uint8_t pm_state = 3;
 };
 
 inline constexpr uint32_t kAccLocalWrite = 1u << 11, kAccRemoteRead = 1u << 12, kAccRemoteWrite = 1u << 13,

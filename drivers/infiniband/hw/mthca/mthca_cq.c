@@ -346,7 +346,7 @@ static int cq_poll_one(struct mthca_dev *dev, struct mthca_cq *cq,
 
 	memset(wc, 0, sizeof(*wc));
 	wc->qp_num = qp->ibqp.qp_num;
-	wc->port_num = qp->port;
+	wc->port_num = READ_ONCE(qp->port);
 	send = cqe_is_send(cqe);
 	wqe = be32_to_cpu(cqe->wqe);
 
@@ -402,7 +402,7 @@ static void wq_flush_one(struct mthca_qp *qp, struct mthca_wq *wq,
 	wc->status = IB_WC_WR_FLUSH_ERR;
 	wc->opcode = send ? IB_WC_SEND : IB_WC_RECV;
 	wc->qp_num = qp->ibqp.qp_num;
-	wc->port_num = qp->port;
+	wc->port_num = READ_ONCE(qp->port);
 	wq->last_comp = index;
 	wq->tail++;
 }

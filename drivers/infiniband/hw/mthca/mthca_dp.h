@@ -259,7 +259,11 @@ struct mthca_wq {
  * @max_inline: bytes of inline data a send WQE takes (0: none)
  * @wrid: work request ids, receive queue entries first
  * @sq_policy: IB_SIGNAL_ALL_WR or IB_SIGNAL_REQ_WR
- * @port: port of the QP (1-based), 0 until set
+ * @port: port of the QP (1-based), 0 until set; written under @mutex, and
+ *	by the PATH_MIG event (the HCA moved the QP to @alt_port) with
+ *	WRITE_ONCE; completion polling reads it with READ_ONCE
+ * @alt_port: port of the alternate path last loaded (IB_QP_ALT_PATH), 0
+ *	until then; written under @mutex, read by the PATH_MIG event
  * @access: remote access flags last set (IB_ACCESS_REMOTE_*)
  * @resp_depth: responder resources last set
  * @qkey: Q_Key of a special QP (the MLX header needs it)
@@ -286,6 +290,7 @@ struct mthca_qp {
 	u64			*wrid;
 	enum ib_sig_type	sq_policy;
 	u8			port;
+	u8			alt_port;
 	int			access;
 	u8			resp_depth;
 	u32			qkey;

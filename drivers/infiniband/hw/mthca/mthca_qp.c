@@ -246,6 +246,9 @@ void mthca_qp_event(struct mthca_dev *dev, u32 qpn, enum ib_event_type type)
 				   "QP", struct mthca_qp);
 	if (!qp)
 		return;
+	/* The HCA migrated the QP: its packets now leave by the alternate port. */
+	if (type == IB_EVENT_PATH_MIG && READ_ONCE(qp->alt_port))
+		WRITE_ONCE(qp->port, READ_ONCE(qp->alt_port));
 	ev.element.qp = &qp->ibqp;
 	mthca_dp_raise_event(dev, &ev, type, qp->ibqp.event_handler,
 			     qp->ibqp.qp_context, &qp->life);
@@ -984,7 +987,9 @@ static int mthca_dp_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		qp->resp_depth = attr->max_dest_rd_atomic;
 	if ((mask & IB_QP_PORT) && !qp_is_special(qp))
-		qp->port = attr->port_num;
+		WRITE_ONCE(qp->port, attr->port_num);
+	if (mask & IB_QP_ALT_PATH)
+		WRITE_ONCE(qp->alt_port, attr->alt_port_num);
 	if (qp_is_special(qp)) {
 		if (mask & IB_QP_PKEY_INDEX)
 			qp->pkey_index = attr->pkey_index;
