@@ -65,6 +65,8 @@ protected:
 	{
 		LabOptions o = MixedOptions({{"vm0", Stack::Upstream}, {"vm1", OursRole()}}, "star:2");
 		o.shares.push_back(kTools);
+		if (std::getenv("IBSTACK_EMU_DEBUG"))
+			o.emulator_log_level = "debug";
 		StartWithSm(o, "OursRdmaCm", "vm0");
 		if (!lab_ || !setup_error_.empty())
 			return;
@@ -119,9 +121,14 @@ protected:
 		return r;
 	}
 
+	// IBSTACK_RDMACM_LINUX_PSN=1 adds the tools' --linux-psn (a
+	// diagnostic: the QP's PSNs as Linux's ib_cm sets them, not as ours
+	// answers INIT_QP_ATTR; Documentation/userspace.md).
 	static std::string ClientArgs()
 	{
-		return std::string(" --dev mthca0 --dlid ") + up_lid_ + " --src-ip " + kOurIp + " --dst-ip " + kUpIp;
+		const char *e = std::getenv("IBSTACK_RDMACM_LINUX_PSN");
+		return std::string(" --dev mthca0 --dlid ") + up_lid_ + " --src-ip " + kOurIp + " --dst-ip " + kUpIp +
+		       (e && *e == '1' ? " --linux-psn" : "");
 	}
 
 	static inline std::string up_lid_;
