@@ -217,7 +217,8 @@ int main(int argc, char **argv)
 				[&](const iblab::ExecResult &s, const iblab::ExecResult &c) -> std::string {
 					const std::string want = ": " + count + " connections in ";
 					if (!c.ok() || c.output.find("client" + want) == std::string::npos)
-						return "ibcm_connrate client: " + c.describe() + ": " + Trim(c.output);
+						return "ibcm_connrate client: " + c.describe() + ": " + Trim(c.output) +
+						       " (server: " + Trim(s.output) + ")";
 					if (!s.ok() || s.output.find("server" + want) == std::string::npos)
 						return "ibcm_connrate server: " + s.describe() + ": " + Trim(s.output);
 					return "";
@@ -237,7 +238,8 @@ int main(int argc, char **argv)
 				n,
 				[&](const iblab::ExecResult &s, const iblab::ExecResult &c) -> std::string {
 					if (!c.ok() || c.output.find("return status 0") == std::string::npos)
-						return "ucmatose client: " + c.describe() + ": " + Trim(c.output);
+						return "ucmatose client: " + c.describe() + ": " + Trim(c.output) +
+						       " (server: " + Trim(s.output) + ")";
 					if (!s.ok() || s.output.find("return status 0") == std::string::npos)
 						return "ucmatose server: " + s.describe() + ": " + Trim(s.output);
 					return "";

@@ -81,6 +81,11 @@ int run_server(const Config &c)
 				rep.qpn = static_cast<std::uint32_t>(fake_qpn++ & 0xffffff);
 			}
 			conn.id.accept(rep);
+			// RTS now (REP sent): the client's DREQ follows its RTU at
+			// once, and by the time we read the RTU's event ib_cm may
+			// be in DREQ_RCVD, where it gives no RTS attributes.
+			if (conn.qp)
+				conn.qp->modify(conn.id, IBV_QPS_RTS);
 			conns.emplace(id, std::move(conn));
 			continue;
 		}
@@ -88,8 +93,7 @@ int run_server(const Config &c)
 		if (it == conns.end())
 			continue;
 		if (std::holds_alternative<Established>(*ev)) {
-			if (it->second.qp)
-				it->second.qp->modify(it->second.id, IBV_QPS_RTS);
+			// the QP went to RTS with the REP
 		} else if (std::holds_alternative<DreqReceived>(*ev)) {
 			it->second.id.drep();
 			served++;
