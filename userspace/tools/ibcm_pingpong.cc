@@ -226,10 +226,8 @@ int main(int argc, char **argv)
 		std::cerr << "usage: ibcm_pingpong --dev IBDEV [--port N] --server [--sid S | --rdma-cm-port P]\n"
 			     "       ibcm_pingpong --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
 			     "                     [--sid S | --rdma-cm-port P --src-ip A --dst-ip B [--src-port Q]]\n"
-			     "                     [--cm-timeout T] [--cm-retries N]
-"
-			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify] [--linux-psn]
-";
+			     "                     [--cm-timeout T] [--cm-retries N]\n"
+			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify] [--linux-psn]\n";
 		return 2;
 	} catch (const std::exception &e) {
 		std::cerr << "ibcm_pingpong: " << e.what() << "\n";
