@@ -983,7 +983,7 @@ static void cm_passive_params(struct cm_id_priv *priv, struct cm_port *port,
 	cm_ah_attr_of_msg_path(&q->ah_attr, pp, port->port_num);
 	q->path_mtu = req->path_mtu;
 	q->remote_qpn = be32_to_cpu(req->local_qpn);
-	q->rq_psn = be32_to_cpu(req->starting_psn);
+	q->sq_psn = be32_to_cpu(req->starting_psn);
 	q->local_ack_timeout = pp->local_ack_timeout;
 	q->retry_count = req->retry_count;
 	q->rnr_retry_count = req->rnr_retry_count;
@@ -1289,7 +1289,7 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 		priv->id.remote_id = m->rep.local_comm_id;
 		priv->remote_ca_guid = m->rep.local_ca_guid;
 		priv->qp.remote_qpn = be32_to_cpu(m->rep.local_qpn);
-		priv->qp.rq_psn = be32_to_cpu(m->rep.starting_psn);
+		priv->qp.sq_psn = be32_to_cpu(m->rep.starting_psn);
 		priv->qp.rnr_retry_count = m->rep.rnr_retry_count;
 	}
 	lap_was = priv->id.lap_state;
@@ -1721,7 +1721,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	priv->pkey = path->pkey;
 	priv->qp.ah_attr = ah_attr;
 	priv->qp.path_mtu = path->mtu;
-	priv->qp.sq_psn = param->starting_psn;
+	priv->qp.rq_psn = param->starting_psn;
 	priv->qp.responder_resources = param->responder_resources;
 	priv->qp.initiator_depth = param->initiator_depth;
 	priv->qp.local_ack_timeout = req->primary.local_ack_timeout;
@@ -1780,7 +1780,7 @@ static int cm_build_rep(struct cm_id_priv *priv, void *msg, const void *arg)
 	r->local_ca_guid = priv->id.device->node_guid;
 	if (p->private_data_len)
 		memcpy(r->private_data, p->private_data, p->private_data_len);
-	priv->qp.sq_psn = p->starting_psn;
+	priv->qp.rq_psn = p->starting_psn;
 	priv->qp.responder_resources = p->responder_resources;
 	priv->qp.initiator_depth = p->initiator_depth;
 	return 0;

@@ -346,10 +346,12 @@ static void clt_full_exchange(struct kunit *test)
 	attr.qp_state = IB_QPS_RTR;
 	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
 	KUNIT_EXPECT_EQ(test, attr.dest_qp_num, 0x100);
-	KUNIT_EXPECT_EQ(test, attr.rq_psn, 0x1234);
+	/* the REQ's starting PSN is the one the passive side sends from */
 	KUNIT_EXPECT_EQ(test, attr.ah_attr.dlid, KTEST_LID(1));
 
 	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
+	KUNIT_EXPECT_EQ(test, attr.rq_psn, 0x5678);
 	e = clt_wait(c, active, IB_CM_REP_RECEIVED);
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	KUNIT_EXPECT_EQ(test, e->remote_qpn, 0x200);
@@ -700,7 +702,7 @@ static void clt_establish_before_rtu(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_USER_ESTABLISHED));
 	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
 	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
-	KUNIT_EXPECT_EQ(test, attr.sq_psn, 0x5678);
+	KUNIT_EXPECT_EQ(test, attr.sq_psn, 0x1234);
 	/* four REP waits are over: none was resent after the establish */
 	msleep(400);
 	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REP), reps);
