@@ -121,14 +121,10 @@ protected:
 		return r;
 	}
 
-	// IBSTACK_RDMACM_LINUX_PSN=1 adds the tools' --linux-psn (a
-	// diagnostic: the QP's PSNs as Linux's ib_cm sets them, not as ours
-	// answers INIT_QP_ATTR; Documentation/userspace.md).
+	// The QPs take their PSNs from our ib_cm's INIT_QP_ATTR.
 	static std::string ClientArgs()
 	{
-		const char *e = std::getenv("IBSTACK_RDMACM_LINUX_PSN");
-		return std::string(" --dev mthca0 --dlid ") + up_lid_ + " --src-ip " + kOurIp + " --dst-ip " + kUpIp +
-		       (e && *e == '1' ? " --linux-psn" : "");
+		return std::string(" --dev mthca0 --dlid ") + up_lid_ + " --src-ip " + kOurIp + " --dst-ip " + kUpIp;
 	}
 
 	static inline std::string up_lid_;

@@ -96,7 +96,7 @@ TEST_F(OursUverbsFuzz, DestroyAndCloseRacingWithEvents)
 	Guest &g = guest("vm0");
 	ASSERT_TRUE(g.has_kmemleak()) << "the guest's kernel has no kmemleak: not the debug kernel";
 	const std::string rounds = EnvOr("IBSTACK_UVERBS_RACE_ROUNDS", "200");
-	const std::string kills = EnvOr("IBSTACK_UVERBS_RACE_KILLS", "40");
+	const std::string kills = EnvOr("IBSTACK_UVERBS_RACE_KILLS", "15");
 	auto start = std::chrono::steady_clock::now();
 	auto r = Run(g, std::string(UVERBS_RACE_CHECK_BINARY) + " --rounds " + rounds + " --kills " + kills +
 				" --seed 1 2>&1", 900s);

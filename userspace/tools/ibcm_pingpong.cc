@@ -131,20 +131,8 @@ int run_client(const Config &c, const Args &args)
 	}
 	qp.modify(conn, IBV_QPS_INIT);
 	const std::uint64_t primed = prime_receives(qp, c);
-	if (args.has("linux-psn")) {
-		// Diagnostic: the PSNs as Linux's ib_cm uses them (the REQ's
-		// for our receive queue, the REP's for our send queue; see
-		// Documentation/userspace.md), whatever our ib_cm answers.
-		QpAttr rtr = conn.init_qp_attr(IBV_QPS_RTR);
-		rtr.attr.rq_psn = req.psn;
-		modify_qp(qp.qp(), rtr);
-		QpAttr rts = conn.init_qp_attr(IBV_QPS_RTS);
-		rts.attr.sq_psn = rep.starting_psn;
-		modify_qp(qp.qp(), rts);
-	} else {
-		qp.modify(conn, IBV_QPS_RTR);
-		qp.modify(conn, IBV_QPS_RTS);
-	}
+	qp.modify(conn, IBV_QPS_RTR);
+	qp.modify(conn, IBV_QPS_RTS);
 	conn.rtu();
 	const auto t1 = steady_clock::now();
 	std::printf("ibcm_pingpong: connected to qpn 0x%06x in %.1f ms\n", rep.remote_qpn,
@@ -195,7 +183,7 @@ int run_client(const Config &c, const Args &args)
 int main(int argc, char **argv)
 {
 	try {
-		const Args args(argc, argv, {"server", "no-sa", "no-verify", "linux-psn", "help"},
+		const Args args(argc, argv, {"server", "no-sa", "no-verify", "help"},
 				{"dev", "port", "sid", "rdma-cm-port", "src-ip", "dst-ip", "src-port", "dgid", "dlid",
 				 "iters", "size", "depth", "timeout", "cm-timeout", "cm-retries"});
 		if (args.has("help") || !args.has("dev"))
@@ -227,7 +215,7 @@ int main(int argc, char **argv)
 			     "       ibcm_pingpong --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
 			     "                     [--sid S | --rdma-cm-port P --src-ip A --dst-ip B [--src-port Q]]\n"
 			     "                     [--cm-timeout T] [--cm-retries N]\n"
-			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify] [--linux-psn]\n";
+			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify]\n";
 		return 2;
 	} catch (const std::exception &e) {
 		std::cerr << "ibcm_pingpong: " << e.what() << "\n";

@@ -188,19 +188,8 @@ int run(const Config &c, const Args &args)
 	RepReceived rep = wait_for<RepReceived>(cm, conn.handle(), c.timeout);
 	qp.modify(conn, IBV_QPS_INIT);
 	ctl.prime();
-	if (args.has("linux-psn")) {
-		// Diagnostic: the PSNs as Linux's ib_cm uses them (see
-		// Documentation/userspace.md), whatever our ib_cm answers.
-		QpAttr rtr = conn.init_qp_attr(IBV_QPS_RTR);
-		rtr.attr.rq_psn = req.psn;
-		modify_qp(qp.qp(), rtr);
-		QpAttr rts = conn.init_qp_attr(IBV_QPS_RTS);
-		rts.attr.sq_psn = rep.starting_psn;
-		modify_qp(qp.qp(), rts);
-	} else {
-		qp.modify(conn, IBV_QPS_RTR);
-		qp.modify(conn, IBV_QPS_RTS);
-	}
+	qp.modify(conn, IBV_QPS_RTR);
+	qp.modify(conn, IBV_QPS_RTS);
 	conn.rtu();
 	std::printf("ibcm_rping: connected to %s port %u (qpn 0x%06x)\n", dst->to_string().c_str(), c.cm_port,
 		    rep.remote_qpn);
@@ -237,7 +226,7 @@ int run(const Config &c, const Args &args)
 int main(int argc, char **argv)
 {
 	try {
-		const Args args(argc, argv, {"no-sa", "verbose", "linux-psn", "help"},
+		const Args args(argc, argv, {"no-sa", "verbose", "help"},
 				{"dev", "port", "rdma-cm-port", "src-ip", "dst-ip", "src-port", "dgid", "dlid", "count",
 				 "size", "timeout"});
 		if (args.has("help") || !args.has("dev"))
@@ -261,7 +250,7 @@ int main(int argc, char **argv)
 			std::cerr << "ibcm_rping: " << e.what() << "\n";
 		std::cerr << "usage: ibcm_rping --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
 			     "                  --src-ip A --dst-ip B [--rdma-cm-port P] [--src-port Q]\n"
-			     "                  [--count N] [--size BYTES] [--verbose] [--timeout SECONDS] [--linux-psn]\n";
+			     "                  [--count N] [--size BYTES] [--verbose] [--timeout SECONDS]\n";
 		return 2;
 	} catch (const std::exception &e) {
 		std::cerr << "ibcm_rping: " << e.what() << "\n";
