@@ -84,6 +84,16 @@ std::string describe_cma(ByteView private_data);
 
 std::uint32_t random_psn();
 
+// The passive side's INIT->RTR before its REP: the CM learns the receive
+// PSN only from the REP it has not sent yet, so (as Linux's consumers do)
+// the QP gets @rq_psn, the REP's starting PSN, here.
+inline void passive_rtr(RcQp &qp, ConnectionId &conn, std::uint32_t rq_psn)
+{
+	QpAttr rtr = conn.init_qp_attr(IBV_QPS_RTR);
+	rtr.attr.rq_psn = rq_psn;
+	modify_qp(qp.qp(), rtr);
+}
+
 } // namespace ibcm::tools
 
 #include "common_wait.h"

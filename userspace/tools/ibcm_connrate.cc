@@ -78,7 +78,7 @@ int run_server(const Config &c)
 			rep.rnr_retry_count = 7;
 			if (conn.qp) {
 				conn.qp->modify(conn.id, IBV_QPS_INIT);
-				conn.qp->modify(conn.id, IBV_QPS_RTR);
+				passive_rtr(*conn.qp, conn.id, rep.psn);
 				rep.qpn = conn.qp->qpn();
 			} else {
 				rep.qpn = static_cast<std::uint32_t>(fake_qpn++ & 0xffffff);
