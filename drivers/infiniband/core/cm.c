@@ -472,57 +472,33 @@ static void cm_destroy_work(struct work_struct *work)
 				       destroy_work)->id);
 }
 
-/* A path block of a REQ as the receiver sees the path. */
-static void cm_path_from_req(struct ib_sa_path_rec *p, const struct cm_req *req,
-			     const struct cm_msg_path *mp)
+/*
+ * A path block of a REQ or LAP as its receiver sees the path. The service
+ * ID, P_Key and MTU come from elsewhere: a LAP carries none of them (they
+ * stay the connection's).
+ */
+static void cm_path_from_msg(struct ib_sa_path_rec *p, __be64 service_id,
+			     __be16 pkey, u8 mtu, const struct cm_msg_path *mp)
 {
 	memset(p, 0, sizeof(*p));
-	p->service_id = req->service_id;
+	p->service_id = service_id;
 	p->dgid = mp->local_gid;
 	p->sgid = mp->remote_gid;
 	p->dlid = mp->local_lid;
 	p->slid = mp->remote_lid;
 	p->flow_label = mp->flow_label;
-	p->pkey = req->pkey;
+	p->pkey = pkey;
 	p->hop_limit = mp->hop_limit;
 	p->traffic_class = mp->traffic_class;
 	p->reversible = 1;
 	p->numb_path = 1;
 	p->sl = mp->sl;
 	p->mtu_selector = IB_SA_EQ;
-	p->mtu = req->path_mtu;
+	p->mtu = mtu;
 	p->rate_selector = IB_SA_EQ;
 	p->rate = mp->packet_rate;
 	p->packet_life_time_selector = IB_SA_EQ;
 	/* the ACK timeout covers two lifetimes and the CA's delay */
-	p->packet_life_time = mp->local_ack_timeout ? mp->local_ack_timeout - 1 : 0;
-}
-
-/*
- * The alternate path of a LAP as its receiver sees the path; the LAP
- * carries neither the P_Key nor the MTU, which stay the connection's.
- */
-static void cm_path_from_lap(struct ib_sa_path_rec *p, struct cm_id_priv *priv,
-			     const struct cm_msg_path *mp)
-{
-	memset(p, 0, sizeof(*p));
-	p->service_id = priv->id.service_id;
-	p->dgid = mp->local_gid;
-	p->sgid = mp->remote_gid;
-	p->dlid = mp->local_lid;
-	p->slid = mp->remote_lid;
-	p->flow_label = mp->flow_label;
-	p->pkey = priv->pkey;
-	p->hop_limit = mp->hop_limit;
-	p->traffic_class = mp->traffic_class;
-	p->reversible = 1;
-	p->numb_path = 1;
-	p->sl = mp->sl;
-	p->mtu_selector = IB_SA_EQ;
-	p->mtu = priv->qp.path_mtu;
-	p->rate_selector = IB_SA_EQ;
-	p->rate = mp->packet_rate;
-	p->packet_life_time_selector = IB_SA_EQ;
 	p->packet_life_time = mp->local_ack_timeout ? mp->local_ack_timeout - 1 : 0;
 }
 
@@ -556,9 +532,11 @@ static void cm_fill_event(struct ib_cm_event *ev, struct cm_id_priv *priv,
 			.rnr_retry_count = r->rnr_retry_count,
 			.max_cm_retries = r->max_cm_retries,
 		};
-		cm_path_from_req(&paths[0], r, &r->primary);
+		cm_path_from_msg(&paths[0], r->service_id, r->pkey,
+				 r->path_mtu, &r->primary);
 		if (r->alternate.local_lid || r->alternate.remote_lid) {
-			cm_path_from_req(&paths[1], r, &r->alternate);
+			cm_path_from_msg(&paths[1], r->service_id, r->pkey,
+					 r->path_mtu, &r->alternate);
 			p->alternate_path = &paths[1];
 		}
 		ev->private_data = m->req.private_data;
@@ -624,7 +602,8 @@ static void cm_fill_event(struct ib_cm_event *ev, struct cm_id_priv *priv,
 		ev->private_data = m->sidr_rep.private_data;
 		break;
 	case CM_MSG_LAP:
-		cm_path_from_lap(&paths[0], priv, &m->lap.alternate);
+		cm_path_from_msg(&paths[0], priv->id.service_id, priv->pkey,
+				 priv->qp.path_mtu, &m->lap.alternate);
 		ev->param.lap_rcvd.alternate_path = &paths[0];
 		ev->private_data = m->lap.private_data;
 		break;
