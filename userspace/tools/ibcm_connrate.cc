@@ -76,19 +76,19 @@ int run_server(const Config &c)
 			RepParams rep;
 			rep.psn = random_psn();
 			rep.rnr_retry_count = 7;
+			// RTS before the REP, as rdma_accept() does. Not after it:
+			// the client sends its DREQ right after its RTU, and once
+			// the DREQ is in, the CM gives no RTS attributes (EINVAL,
+			// as Linux's), which a slow server then met.
 			if (conn.qp) {
 				conn.qp->modify(conn.id, IBV_QPS_INIT);
 				passive_rtr(*conn.qp, conn.id, rep.psn);
+				conn.qp->modify(conn.id, IBV_QPS_RTS);
 				rep.qpn = conn.qp->qpn();
 			} else {
 				rep.qpn = static_cast<std::uint32_t>(fake_qpn++ & 0xffffff);
 			}
 			conn.id.accept(rep);
-			// RTS now (REP_SENT), not on the RTU: the client sends its
-			// DREQ right after the RTU, and once the DREQ is in, the CM
-			// gives no RTS attributes (EINVAL), as upstream's does not.
-			if (conn.qp)
-				conn.qp->modify(conn.id, IBV_QPS_RTS);
 			conns.emplace(id, std::move(conn));
 			continue;
 		}

@@ -966,6 +966,12 @@ static void cm_passive_params(struct cm_id_priv *priv, struct cm_port *port,
 	q->local_ack_timeout = pp->local_ack_timeout;
 	q->retry_count = req->retry_count;
 	q->rnr_retry_count = req->rnr_retry_count;
+	/*
+	 * What the REQ offers, seen from this side, until the REP says what
+	 * was accepted: the RTS a consumer may ask for before its REP.
+	 */
+	q->initiator_depth = req->responder_resources;
+	q->responder_resources = req->initiator_depth;
 	priv->plt = pp->local_ack_timeout ? pp->local_ack_timeout - 1 : 0;
 	/* our REP waits for the active CM's answer */
 	priv->resp_timeout = req->local_cm_response_timeout;

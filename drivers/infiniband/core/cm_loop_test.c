@@ -265,8 +265,8 @@ static int clt_connect_r(struct clt *c, struct ib_cm_id *id, __be64 sid,
 		.starting_psn = 0x1234,
 		.private_data = clt_req_pdata,
 		.private_data_len = sizeof(clt_req_pdata),
-		.responder_resources = 1,
-		.initiator_depth = 1,
+		.responder_resources = 3,
+		.initiator_depth = 2,
 		.remote_cm_response_timeout = remote_resp,
 		.local_cm_response_timeout = local_resp,
 		.retry_count = 7,
@@ -348,8 +348,19 @@ static void clt_full_exchange(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, attr.dest_qp_num, 0x100);
 	/* the REQ's starting PSN is the one the passive side sends from */
 	KUNIT_EXPECT_EQ(test, attr.ah_attr.dlid, KTEST_LID(1));
+	/*
+	 * RTS before the REP, as rdma_accept() asks for it: the REQ's PSN,
+	 * and as many reads in flight as the REQ's responder resources.
+	 */
+	attr.qp_state = IB_QPS_RTS;
+	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_SQ_PSN);
+	KUNIT_EXPECT_EQ(test, attr.sq_psn, 0x1234);
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_MAX_QP_RD_ATOMIC);
+	KUNIT_EXPECT_EQ(test, attr.max_rd_atomic, 3);
 
 	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	attr.qp_state = IB_QPS_RTR;
 	KUNIT_EXPECT_EQ(test, ib_cm_init_qp_attr(passive, &attr, &mask), 0);
 	KUNIT_EXPECT_EQ(test, attr.rq_psn, 0x5678);
 	e = clt_wait(c, active, IB_CM_REP_RECEIVED);

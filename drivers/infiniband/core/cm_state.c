@@ -530,7 +530,10 @@ enum cm_retry_verdict cm_retry_expired(struct cm_retry *r)
 /*
  * The CM states in which the consumer may ask for the attributes of each
  * QP transition: INIT once a REQ is sent or received, RTR once the peer's
- * QPN and PSN are known, RTS once both sides have accepted.
+ * QPN and PSN are known, RTS once the send PSN is: on the passive side
+ * from the REQ on, so that it can take its QP to RTS before it sends the
+ * REP (rdma_accept() does; Linux's CM allows it too), on the active side
+ * from the REP on.
  */
 static const u32 cm_qp_ok[] = {
 	[IB_QPS_INIT] = CM_BIT(REQ_SENT) | CM_BIT(MRA_REQ_RCVD) |
@@ -542,7 +545,8 @@ static const u32 cm_qp_ok[] = {
 		       CM_BIT(REP_SENT) | CM_BIT(MRA_REP_RCVD) |
 		       CM_BIT(REP_RCVD) | CM_BIT(MRA_REP_SENT) |
 		       CM_BIT(ESTABLISHED),
-	[IB_QPS_RTS] = CM_BIT(REP_SENT) | CM_BIT(MRA_REP_RCVD) |
+	[IB_QPS_RTS] = CM_BIT(REQ_RCVD) | CM_BIT(MRA_REQ_SENT) |
+		       CM_BIT(REP_SENT) | CM_BIT(MRA_REP_RCVD) |
 		       CM_BIT(REP_RCVD) | CM_BIT(MRA_REP_SENT) |
 		       CM_BIT(ESTABLISHED),
 };
