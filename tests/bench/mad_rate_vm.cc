@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 
 	iblab::LabOptions o;
 	o.guests = {{"vm0", ours_stack}, {"vm1", iblab::Stack::Upstream}, {"vm2", iblab::Stack::Upstream}};
-	o.fabric = IBSTACK_TOPOLOGY_DIR "/switch3.topo";
+	o.fabric = IBSTACK_TOPOLOGY_DIR + "/switch3.topo";
 	// umad_rate runs from the build tree, which the guests may not see
 	// through their root (under /tmp they have a tmpfs): share its directory.
 	o.shares.push_back(std::filesystem::path(tool).parent_path().string());

@@ -165,7 +165,7 @@ protected:
 	static void SetUpTestSuite()
 	{
 		// From a topology file in ibnetdiscover's format.
-		StartLab(Fabric({"vm0", "vm1", "vm2"}, IBSTACK_TOPOLOGY_DIR "/switch3.topo"), "ThroughASwitch");
+		StartLab(Fabric({"vm0", "vm1", "vm2"}, IBSTACK_TOPOLOGY_DIR + "/switch3.topo"), "ThroughASwitch");
 	}
 	static void TearDownTestSuite() { StopLab(); }
 };

@@ -40,7 +40,7 @@ protected:
 	static void SetUpTestSuite()
 	{
 		StartWithSm(MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}},
-					 IBSTACK_TOPOLOGY_DIR "/switch2.topo"),
+					 IBSTACK_TOPOLOGY_DIR + "/switch2.topo"),
 			    "OursCatas", "vm1");
 		if (lab_ && setup_error_.empty() && OursRole() == Stack::Ours) {
 			// ib_selftest logs the device events our core dispatches.

@@ -55,7 +55,7 @@ protected:
 		if (OursRole() != Stack::Ours)
 			return;  // ib_sa_selftest runs on our ib_sa only (see SetUp)
 		StartWithSm(MixedOptions({{"vm0", Stack::Ours}, {"vm1", Stack::Upstream}},
-					 IBSTACK_TOPOLOGY_DIR "/switch2.topo"),
+					 IBSTACK_TOPOLOGY_DIR + "/switch2.topo"),
 			    "OursSa", "vm1");
 		if (!lab_ || !setup_error_.empty())
 			return;

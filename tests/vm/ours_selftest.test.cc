@@ -27,7 +27,7 @@ protected:
 		if (OursRole() != Stack::Ours)
 			return;  // ib_selftest runs on our ib_core only (see SetUp)
 		StartLab(MixedOptions({{"vm0", Stack::Ours}, {"vm1", Stack::Ours}, {"vm2", Stack::Upstream}},
-				      IBSTACK_TOPOLOGY_DIR "/switch3.topo"),
+				      IBSTACK_TOPOLOGY_DIR + "/switch3.topo"),
 			 "OursSelftest");
 		if (!lab_)
 			return;

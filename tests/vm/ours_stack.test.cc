@@ -285,7 +285,7 @@ TEST_F(OursSysfs, SameTreesModesAndValuesAsUpstream)
 LabOptions MixedSwitch()
 {
 	return MixedOptions({{"vm0", OursRole()}, {"vm1", Stack::Upstream}},
-			    IBSTACK_TOPOLOGY_DIR "/switch2.topo");
+			    IBSTACK_TOPOLOGY_DIR + "/switch2.topo");
 }
 
 std::string Cat(Guest &g, const std::string &file)

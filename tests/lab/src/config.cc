@@ -103,4 +103,16 @@ std::string default_emulator() { return env_or("IBLAB_EMULATOR", IBLAB_DEFAULT_E
 
 std::string default_agent() { return env_or("IBLAB_AGENT", IBLAB_DEFAULT_AGENT); }
 
+std::string next_to_binary(const char *rel)
+{
+	const fs::path p(rel);
+	if (p.is_absolute())
+		return p.string();
+	std::error_code ec;
+	const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+	if (ec)
+		throw std::runtime_error(std::string("next_to_binary: /proc/self/exe: ") + ec.message());
+	return (self.parent_path() / p).lexically_normal().string();
+}
+
 }  // namespace iblab

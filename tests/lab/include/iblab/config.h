@@ -37,4 +37,11 @@ std::string default_qemu();
 std::string default_emulator();
 std::string default_agent();
 
+// `rel` (a path relative to the directory of the running binary, as
+// /proc/self/exe names it) made absolute; an absolute `rel` as it is. The
+// VM tests get the paths of their helpers and of the source tree this way
+// (tests/vm/CMakeLists.txt, ibstack_path_definitions): a compile line that
+// named the clone's own location would miss ccache in every fresh clone.
+std::string next_to_binary(const char *rel);
+
 }  // namespace iblab
