@@ -108,6 +108,12 @@ else
 fi
 echo "=== benchmark: MAD round trips and user verbs, our stack vs upstream (tests/bench) ==="
 sed 1d "$build/lab/mad_rate.txt" 2>/dev/null || echo "not run"
+if [ -f "$build/lab/conn_rate.txt" ]; then
+	cat "$build/lab/conn_rate.txt"
+else
+	echo "=== benchmark: connection rate (bench.conn_rate) ==="
+	echo "not run"
+fi
 echo "=== timings ==="
 if [ -f "$build/lab/timings.txt" ] && [ "$build/lab/timings.txt" -nt "$out/.start" ]; then
 	cat "$build/lab/timings.txt"

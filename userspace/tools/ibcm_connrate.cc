@@ -4,8 +4,12 @@
 //
 //   server: ibcm_connrate --dev mthca0 --server [--count N] [--sid S] [--no-qp]
 //   client: ibcm_connrate --dev mthca0 (--dgid G | --dlid L) [--no-sa]
-//           [--count N] [--sid S] [--no-qp] [--cm-timeout T] [--cm-retries N]
+//           [--count N] [--sid S] [--no-qp] [--concurrent] [--cm-timeout T]
+//           [--cm-retries N]
 //
+// The client connects one at a time, or with --concurrent all at once (as
+// `ucmatose -c` does): all REQs first, then every connection up, then all
+// disconnected.
 // Each cycle creates an RC QP and moves it INIT/RTR/RTS with the CM's
 // attributes, unless --no-qp (then the REQ/REP name made-up QPNs and only
 // the CM exchange is timed). --cm-timeout/--cm-retries: the REQ's remote CM
@@ -152,12 +156,83 @@ int run_client(const Config &c, const Args &args)
 	return 0;
 }
 
+// --concurrent: all --count connections at once, as `ucmatose -c` makes
+// them: every REQ goes out first, each REP is answered (the QP to RTS, the
+// RTU) as it comes, and once all are established all are disconnected
+// (every DREQ, then every DREP).
+int run_client_concurrent(const Config &c, const Args &args)
+{
+	ContextPtr ctx = open_verbs(c.dev);
+	const PathRecord path = resolve_path(args, ctx.get(), c.dev, c.port);
+	Device cm = Device::open(c.dev);
+	struct Conn {
+		ConnectionId id;
+		std::optional<RcQp> qp;
+		std::uint64_t n;
+	};
+	std::map<std::uint32_t, Conn> conns;
+	const auto t0 = steady_clock::now();
+	for (std::uint64_t i = 0; i < c.count; i++) {
+		Conn conn{cm.create_id(), new_qp(ctx.get(), c), i};
+		ReqParams req;
+		req.service_id = c.sid;
+		req.qpn = conn.qp ? conn.qp->qpn() : static_cast<std::uint32_t>((0x400 + i) & 0xffffff);
+		req.psn = random_psn();
+		req.primary_path = path;
+		apply_cm_options(args, req);
+		conn.id.connect(req);
+		const std::uint32_t h = conn.id.handle();
+		conns.emplace(h, std::move(conn));
+	}
+	// One wanted event from every connection; an MRA or a TIMEWAIT_EXIT
+	// is passed over, anything else fails the run.
+	auto collect = [&](auto is_wanted, auto on_wanted, const char *what) {
+		for (std::uint64_t got = 0; got < c.count;) {
+			std::optional<Event> ev = cm.next_event(c.timeout);
+			if (!ev)
+				throw std::runtime_error("no CM event for " + std::to_string(c.timeout.count()) + " ms (" +
+							 std::to_string(got) + " " + what + ")");
+			auto it = conns.find(header(*ev).id);
+			if (it == conns.end() || std::holds_alternative<MraReceived>(*ev) ||
+			    std::holds_alternative<TimewaitExit>(*ev))
+				continue;
+			if (!is_wanted(*ev)) {
+				std::printf("ibcm_connrate: cycle %llu: connect failed: %s\n",
+					    static_cast<unsigned long long>(it->second.n), describe_unexpected(*ev).c_str());
+				return false;
+			}
+			on_wanted(it->second);
+			got++;
+		}
+		return true;
+	};
+	const bool established = collect([](const Event &e) { return std::holds_alternative<RepReceived>(e); },
+					 [](Conn &k) {
+						 if (k.qp) {
+							 k.qp->modify(k.id, IBV_QPS_INIT);
+							 k.qp->modify(k.id, IBV_QPS_RTR);
+							 k.qp->modify(k.id, IBV_QPS_RTS);
+						 }
+						 k.id.rtu();
+					 },
+					 "established");
+	if (!established)
+		return kCmFailed;
+	for (auto &[h, k] : conns)
+		k.id.disconnect();
+	if (!collect([](const Event &e) { return std::holds_alternative<DrepReceived>(e); }, [](Conn &) {},
+		     "disconnected"))
+		return kCmFailed;
+	report("client", c.count, steady_clock::now() - t0);
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	try {
-		const Args args(argc, argv, {"server", "no-sa", "no-qp", "help"},
+		const Args args(argc, argv, {"server", "no-sa", "no-qp", "concurrent", "help"},
 				{"dev", "port", "sid", "dgid", "dlid", "count", "timeout", "cm-timeout", "cm-retries"});
 		if (args.has("help") || !args.has("dev"))
 			throw UsageError("");
@@ -170,13 +245,15 @@ int main(int argc, char **argv)
 		c.timeout = milliseconds(args.num("timeout", 30) * 1000);
 		if (c.count == 0)
 			throw UsageError("--count >= 1");
-		return args.has("server") ? run_server(c) : run_client(c, args);
+		if (args.has("server"))
+			return run_server(c);
+		return args.has("concurrent") ? run_client_concurrent(c, args) : run_client(c, args);
 	} catch (const UsageError &e) {
 		if (*e.what())
 			std::cerr << "ibcm_connrate: " << e.what() << "\n";
 		std::cerr << "usage: ibcm_connrate --dev IBDEV [--port N] --server [--count N] [--sid S] [--no-qp]\n"
 			     "       ibcm_connrate --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
-			     "                     [--count N] [--sid S] [--no-qp] [--timeout SECONDS]\n"
+			     "                     [--count N] [--sid S] [--no-qp] [--concurrent] [--timeout SECONDS]\n"
 			     "                     [--cm-timeout T] [--cm-retries N]\n";
 		return 2;
 	} catch (const std::exception &e) {
