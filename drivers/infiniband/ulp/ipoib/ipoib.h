@@ -117,6 +117,7 @@ struct ipoib_mcast {
 	bool			sendonly;
 	bool			attached;
 	bool			listed;		/* scratch of the mc-list diff */
+	bool			leave_sent;	/* scratch of ipoib_mcast_reap() */
 	struct ipoib_ah		*ah;
 	struct sk_buff_head	queue;		/* sends waiting for the join */
 	unsigned long		retry_at;	/* jiffies, when FAILED */
@@ -196,12 +197,12 @@ struct ipoib_dev {
 	unsigned int		tx_head;
 	unsigned int		tx_tail;
 
-	spinlock_t		lock;
+	spinlock_t		lock;		/* see "Locking" above */
 	struct list_head	mcasts;
 	struct ipoib_mcast	*broadcast;
 	DECLARE_HASHTABLE(paths, 6);
 
-	spinlock_t		ah_lock;
+	spinlock_t		ah_lock;	/* @dead_ahs only */
 	struct list_head	dead_ahs;
 
 	struct workqueue_struct	*wq;

@@ -146,4 +146,5 @@ static struct kunit_suite ia_suite = {
 	.name = "ib_ipoib_addr",
 	.test_cases = ia_cases,
 };
+
 kunit_test_suite(ia_suite);

@@ -141,52 +141,43 @@ int ipoib_ib_init(struct ipoib_dev *priv)
 	};
 	int ret;
 
-	priv->rx_ring = kcalloc(priv->rx_size, sizeof(*priv->rx_ring), GFP_KERNEL);
-	if (!priv->rx_ring)
-		return -ENOMEM;
-	priv->tx_ring = kcalloc(priv->tx_size, sizeof(*priv->tx_ring), GFP_KERNEL);
-	if (!priv->tx_ring) {
-		ret = -ENOMEM;
-		goto err_rx_ring;
-	}
-
 	priv->pd = ib_alloc_pd(priv->ca);
-	if (IS_ERR(priv->pd)) {
-		ret = PTR_ERR(priv->pd);
-		goto err_tx_ring;
-	}
+	ret = PTR_ERR_OR_ZERO(priv->pd);
+	if (ret)
+		return ret;
 	priv->mr = ib_get_dma_mr(priv->pd, IB_ACCESS_LOCAL_WRITE);
-	if (IS_ERR(priv->mr)) {
-		ret = PTR_ERR(priv->mr);
+	ret = PTR_ERR_OR_ZERO(priv->mr);
+	if (ret)
 		goto err_pd;
-	}
 	priv->cq = ib_create_cq(priv->ca, ipoib_cq_event, NULL, priv,
 				priv->tx_size + priv->rx_size);
-	if (IS_ERR(priv->cq)) {
-		ret = PTR_ERR(priv->cq);
+	ret = PTR_ERR_OR_ZERO(priv->cq);
+	if (ret)
 		goto err_mr;
-	}
 	init.send_cq = priv->cq;
 	init.recv_cq = priv->cq;
 	init.event_handler = ipoib_qp_event;
 	init.qp_context = priv;
 	priv->qp = ib_create_qp(priv->pd, &init);
-	if (IS_ERR(priv->qp)) {
-		ret = PTR_ERR(priv->qp);
+	ret = PTR_ERR_OR_ZERO(priv->qp);
+	if (ret)
 		goto err_cq;
-	}
-	return 0;
 
+	/* The rings last: both or neither. */
+	priv->rx_ring = kcalloc(priv->rx_size, sizeof(*priv->rx_ring), GFP_KERNEL);
+	priv->tx_ring = kcalloc(priv->tx_size, sizeof(*priv->tx_ring), GFP_KERNEL);
+	if (priv->rx_ring && priv->tx_ring)
+		return 0;
+	kfree(priv->tx_ring);
+	kfree(priv->rx_ring);
+	ret = -ENOMEM;
+	ib_destroy_qp(priv->qp);
 err_cq:
 	ib_destroy_cq(priv->cq);
 err_mr:
 	ib_dereg_mr(priv->mr);
 err_pd:
 	ib_dealloc_pd(priv->pd);
-err_tx_ring:
-	kfree(priv->tx_ring);
-err_rx_ring:
-	kfree(priv->rx_ring);
 	return ret;
 }
 
@@ -394,8 +385,12 @@ static void ipoib_tx_completion(struct ipoib_dev *priv, struct ib_wc *wc)
 	ipoib_ah_put(b->ah);
 	b->ah = NULL;
 
-	/* Pairs with the barrier after netif_stop_queue() in ipoib_post_send(). */
+	/* The slot is free before the tail moves. */
 	smp_store_release(&priv->tx_tail, priv->tx_tail + 1);
+	/*
+	 * The tail's store before the queue-stopped test; pairs with the
+	 * barrier after netif_stop_queue() in ipoib_post_send().
+	 */
 	smp_mb();
 	if (netif_queue_stopped(priv->dev) &&
 	    ipoib_tx_outstanding(priv) <= priv->tx_size / 2 &&
@@ -461,6 +456,7 @@ int ipoib_post_send(struct ipoib_dev *priv, struct sk_buff *skb,
 		dma_unmap_single(ipoib_dma(priv), map, skb->len, DMA_TO_DEVICE);
 		return ret;
 	}
+	/* The slot is filled before the head shows it (to the drain). */
 	smp_store_release(&priv->tx_head, priv->tx_head + 1);
 	netif_trans_update(priv->dev);
 

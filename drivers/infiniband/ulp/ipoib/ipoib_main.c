@@ -338,18 +338,19 @@ err_free:
 	return ERR_PTR(ret);
 }
 
+/*
+ * Undoes ipoib_add_port(). No event can queue work once the handler is
+ * gone, and unregister_netdev() stops the interface (ndo_stop) if it was
+ * up; what the workqueue still holds (a reaper run) ends with it.
+ */
 static void ipoib_remove_port(struct ipoib_dev *priv)
 {
-	struct net_device *dev = priv->dev;
-
 	ib_unregister_event_handler(&priv->event_handler);
-	unregister_netdev(dev);		/* ndo_stop if it was up */
-	flush_workqueue(priv->wq);
-	ipoib_reap_ahs(priv);
-	netif_napi_del(&priv->napi);
-	ipoib_ib_cleanup(priv);
+	unregister_netdev(priv->dev);
 	destroy_workqueue(priv->wq);
-	free_netdev(dev);
+	netif_napi_del(&priv->napi);
+	ipoib_ib_cleanup(priv);		/* reaps the last address handles */
+	free_netdev(priv->dev);
 }
 
 static void ipoib_add_one(struct ib_device *device)

@@ -282,10 +282,12 @@ static void ipoib_mcast_leave_done(int status, struct ib_sa_mcmember_rec *rec,
 
 /*
  * Takes a group off the fabric: detaches the QP and, if @leave, sends the
- * SubnAdmDelete (its answer awaited by ipoib_mcast_reap()). The group is
- * off priv->mcasts and has no query in flight. Process context.
+ * SubnAdmDelete. The group is off priv->mcasts and has no query in
+ * flight. Process context.
+ *
+ * Return: true when a query was sent: mc->done completes with its answer.
  */
-static void ipoib_mcast_leave(struct ipoib_dev *priv, struct ipoib_mcast *mc,
+static bool ipoib_mcast_leave(struct ipoib_dev *priv, struct ipoib_mcast *mc,
 			      bool leave)
 {
 	struct ib_sa_mcmember_rec rec = {};
@@ -299,7 +301,7 @@ static void ipoib_mcast_leave(struct ipoib_dev *priv, struct ipoib_mcast *mc,
 		mc->attached = false;
 	}
 	if (!leave || mc->state != IPOIB_MC_JOINED)
-		return;
+		return false;
 	mc->state = IPOIB_MC_LEAVING;
 	rec.mgid = mc->mgid;
 	rec.port_gid = priv->gid;
@@ -315,9 +317,15 @@ static void ipoib_mcast_leave(struct ipoib_dev *priv, struct ipoib_mcast *mc,
 					ipoib_mcast_leave_done, mc, &mc->query);
 	if (ret < 0)
 		complete(&mc->done);
+	return true;
 }
 
-/* Leaves and frees every group of @list (off priv->mcasts). */
+/*
+ * Leaves and frees every group of @list (off priv->mcasts). A group's
+ * done has been completed once more than it was waited for whenever no
+ * query is in flight (ipoib_mcast_alloc() completes it once, every query
+ * re-arms it and completes it once): each wait below consumes that.
+ */
 static void ipoib_mcast_reap(struct ipoib_dev *priv, struct list_head *list,
 			     bool leave)
 {
@@ -331,9 +339,10 @@ static void ipoib_mcast_reap(struct ipoib_dev *priv, struct list_head *list,
 	list_for_each_entry(mc, list, list)
 		wait_for_completion(&mc->done);
 	list_for_each_entry(mc, list, list)
-		ipoib_mcast_leave(priv, mc, leave);
+		mc->leave_sent = ipoib_mcast_leave(priv, mc, leave);
 	list_for_each_entry_safe(mc, tmp, list, list) {
-		wait_for_completion(&mc->done);
+		if (mc->leave_sent)
+			wait_for_completion(&mc->done);
 		list_del(&mc->list);
 		ipoib_mcast_free(mc);
 	}
