@@ -22,6 +22,9 @@
 //       ping it and it pings them, loaded again: ping works in both
 //       directions (the peers forget vm1's old hardware address first: its
 //       QPN changed).
+//   PortDownUpRejoins  the emulator takes vm2's link down (the carrier
+//       goes off) and up (OpenSM makes the port ACTIVE): the groups are
+//       joined again and vm2 pings vm0 and vm1, vm1 pings vm2 over IPv6.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
 //       every test: KASAN, lockdep, WARNING, ...).
@@ -234,6 +237,32 @@ TEST_F(OursIpoib, FlapAndReloadUnderPing)
 	bg->wait_for(45s);
 	in2->wait_for(25s);
 	in0->wait_for(25s);
+}
+
+// The emulator takes vm2's link down and up: PORT_ERR turns the carrier
+// off, PORT_ACTIVE (OpenSM brings the port back) flushes and rejoins, and
+// traffic resumes without operator action.
+TEST_F(OursIpoib, PortDownUpRejoins)
+{
+	Guest &g = guest("vm2");
+	std::string r = lab_->fabric("link vm2:1 down");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	lab_->mark("vm2's link is down");
+	EXPECT_TRUE(Ok(Run(g, "end=$(($(date +%s) + 30)); while ip link show ib0 | grep -q LOWER_UP; do "
+			      "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			   60s)))
+		<< "the carrier stayed on with the port down";
+	r = lab_->fabric("link vm2:1 up");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	ASSERT_TRUE(Ok(WaitPortActive(g, 120))) << "OpenSM did not bring the port back";
+	EXPECT_TRUE(Ok(Run(g, "end=$(($(date +%s) + 60)); until ip link show ib0 | grep -q LOWER_UP; do "
+			      "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			   90s)))
+		<< "no carrier: the broadcast group was not joined again";
+	lab_->mark("vm2's ib0 has its carrier again");
+	EXPECT_EQ(PingChecked(2, Ip4(0), 3000, Pattern(2, 0, 7)), "");
+	EXPECT_EQ(PingChecked(2, Ip4(1), 56, Pattern(2, 1, 7)), "");
+	EXPECT_EQ(PingChecked(1, ll_[2] + "%ib0", 200, Pattern(1, 2, 7), 3, true), "");
 }
 
 // Last: every module of ours unloads, and kmemleak is clean.
