@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+// Issue 12, slice 1: our ib_ipoib in datagram mode against upstream's, on
+// the debug kernel lane (KASAN, lockdep, kmemleak on our guests).
+//
+//   OursIpoib  vm0 upstream (the host's stock kernel: ib_ipoib, OpenSM),
+//              vm1 and vm2 ours (ib_mthca, ib_umad, ib_sa, ib_ipoib), all
+//              on one switch ("star:3"); ib0 is 10.80.0.<n+1>/24 on vm<n>.
+//
+//   Ping4AllPairs  every ordered pair pings the other's IPv4 address with
+//       a pattern of its own (ping -p): 56 bytes and 3000 bytes (above
+//       the datagram MTU of 2044, so fragmented both ways); every reply
+//       counted and ping reporting no wrong byte (iputils checks the
+//       pattern of each reply).
+//   Ping6LinkLocalAllPairs  the same with ping -6 to each fe80:: address
+//       (neighbour discovery through the solicited-node groups).
+//   SysfsAsUpstream  mode, pkey, umcast, type, addr_len, mtu and broadcast
+//       read on ours as on the upstream guest; ours' address has flags 0
+//       (no connected mode offered) and its port GID; "datagram\n" may be
+//       written to mode, "connected\n" is refused.
+//   FlapAndReloadUnderPing  ip link set ib0 down/up three times under a
+//       ping from vm1, then ib_ipoib removed from vm1 while vm2 and vm0
+//       ping it and it pings them, loaded again: ping works in both
+//       directions (the peers forget vm1's old hardware address first: its
+//       QPN changed).
+//   PortDownUpRejoins  the emulator takes vm2's link down (the carrier
+//       goes off) and up (OpenSM makes the port ACTIVE): the groups are
+//       joined again and vm2 pings vm0 and vm1, vm1 pings vm2 over IPv6.
+//   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
+//       vm2 and kmemleak finds nothing (the fixture checks dmesg after
+//       every test: KASAN, lockdep, WARNING, ...).
+#include <algorithm>
+#include <functional>
+#include <future>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vm_fixture.h"
+
+namespace iblab::vmtest {
+namespace {
+
+const char *const kNames[3] = {"vm0", "vm1", "vm2"};
+
+std::string Ip4(int i)
+{
+	return "10.80.0." + std::to_string(i + 1);
+}
+
+// ib0 up with its address, then a wait (up to 60 s) for the carrier and
+// for IPv6 DAD to finish on the link-local address.
+std::string IfUp(int i)
+{
+	return "ip link set lo up && ip link set ib0 up && ip addr add " + Ip4(i) +
+	       "/24 dev ib0 && end=$(($(date +%s) + 60)); "
+	       "until ip link show ib0 | grep -q LOWER_UP && ip -6 addr show dev ib0 scope link | grep -q inet6 && "
+	       "! ip -6 addr show dev ib0 | grep -q tentative; do "
+	       "if [ $(date +%s) -ge $end ]; then ip addr show ib0; exit 1; fi; sleep 0.5; done";
+}
+
+class OursIpoib : public SmSuite {
+protected:
+	static void SetUpTestSuite()
+	{
+		StartWithSm(MixedOptions({{"vm0", Stack::Upstream}, {"vm1", OursRole()}, {"vm2", OursRole()}},
+					 "star:3"),
+			    "OursIpoib", "vm0");
+		if (!lab_ || !setup_error_.empty())
+			return;
+		setup_error_ = ExecOnAll(
+			lab_->guests(),
+			[](Guest &g) { return "modprobe ib_ipoib && " + IfUp(g.index()); }, "ib0 up", 120s);
+		if (!setup_error_.empty())
+			return;
+		// Ours is the out-of-tree module (taint O) from updates/.
+		for (Guest *g : lab_->guests()) {
+			auto r = g->exec("modinfo -n ib_ipoib; grep '^ib_ipoib ' /proc/modules", 30s);
+			bool ours = r.output.find("/updates/") != std::string::npos &&
+				    r.output.find("(O") != std::string::npos;
+			if (!r.ok() || ours != (g->stack() == Stack::Ours)) {
+				setup_error_ = g->name() + ": not the expected ib_ipoib: " + r.output;
+				return;
+			}
+		}
+		for (int i = 0; i < 3; ++i) {
+			auto r = guest(kNames[i]).exec(
+				"ip -6 addr show dev ib0 scope link | sed -n 's/.*inet6 \\(fe80[^/]*\\).*/\\1/p'", 30s);
+			if (!r.ok() || r.output.find("fe80") != 0) {
+				setup_error_ = std::string(kNames[i]) + ": no link-local address: " + r.output;
+				return;
+			}
+			ll_[i] = r.output.substr(0, r.output.find('\n'));
+		}
+	}
+
+	// A ping from vm<from> to `dst` whose every reply must come back
+	// intact: first up to 10 single tries (neighbour and path lookups),
+	// then `count` echoes with pattern `pattern`, in one exec (each costs
+	// a second or so on the debug kernel). "" on success, else what went
+	// wrong.
+	static std::string PingChecked(int from, const std::string &dst, int size, const std::string &pattern,
+				       int count = 3, bool v6 = false)
+	{
+		const std::string ping = std::string("ping ") + (v6 ? "-6 " : "") + "-s " + std::to_string(size) + " ";
+		Guest &g = guest(kNames[from]);
+		auto r = g.exec("ok=0; for i in $(seq 1 10); do " + ping + "-c 1 -W 2 " + dst +
+					" >/dev/null 2>&1 && ok=1 && break; done; [ $ok = 1 ] || { echo never answered; "
+					"exit 1; }; " +
+					ping + "-c " + std::to_string(count) + " -i 0.2 -W 3 -p " + pattern + " " + dst +
+					" 2>&1",
+				90s);
+		std::string what = std::string(kNames[from]) + " -> " + dst + " (" + std::to_string(size) + " bytes):\n" +
+				   r.output;
+		if (!r.ok())
+			return "ping failed: " + what;
+		if (r.output.find("PATTERN: 0x" + pattern) == std::string::npos)
+			return "no pattern line: " + what;
+		if (r.output.find(std::to_string(count) + " received") == std::string::npos)
+			return "replies missing: " + what;
+		if (r.output.find("wrong data byte") != std::string::npos || r.output.find("DUP!") != std::string::npos)
+			return "replies not intact: " + what;
+		std::regex reply(std::to_string(size + 8) + " bytes from [^\n]*icmp_seq=");
+		auto n = std::distance(std::sregex_iterator(r.output.begin(), r.output.end(), reply),
+				       std::sregex_iterator());
+		if (n != count)
+			return "expected " + std::to_string(count) + " full-size replies, got " + std::to_string(n) +
+			       ": " + what;
+		return "";
+	}
+
+	// Every guest pings the two others with `one(from, to)` at once (the
+	// guests are separate QEMU processes); returns the errors, "" if none.
+	static std::string AllPairs(const std::function<std::string(int, int)> &one)
+	{
+		std::vector<std::future<std::string>> runs;
+		for (int a = 0; a < 3; ++a)
+			runs.push_back(std::async(std::launch::async, [a, &one] {
+				std::string err;
+				for (int b = 0; b < 3; ++b)
+					if (a != b)
+						err += one(a, b);
+				return err;
+			}));
+		std::string err;
+		for (auto &f : runs)
+			err += f.get();
+		return err;
+	}
+
+	static std::string Pattern(int from, int to, int salt)
+	{
+		char buf[16];
+		std::snprintf(buf, sizeof(buf), "%02x%02x%02x%02x", 0xa0 + from, 0xb0 + to, 0x5a ^ salt, 0xc3);
+		return buf;
+	}
+
+	static inline std::string ll_[3];
+};
+
+TEST_F(OursIpoib, Ping4AllPairs)
+{
+	EXPECT_EQ(AllPairs([](int a, int b) {
+			  return PingChecked(a, Ip4(b), 56, Pattern(a, b, 56)) +
+				 PingChecked(a, Ip4(b), 3000, Pattern(a, b, 3000 & 0xff));
+		  }),
+		  "");
+}
+
+TEST_F(OursIpoib, Ping6LinkLocalAllPairs)
+{
+	EXPECT_EQ(AllPairs([](int a, int b) { return PingChecked(a, ll_[b] + "%ib0", 200, Pattern(a, b, 6), 3, true); }),
+		  "");
+}
+
+TEST_F(OursIpoib, SysfsAsUpstream)
+{
+	const std::string files = "mode pkey umcast type addr_len mtu broadcast";
+	auto read = [&](Guest &g) {
+		auto r = Run(g, "cd /sys/class/net/ib0 && for f in " + files + "; do echo \"$f=$(cat $f)\"; done");
+		EXPECT_TRUE(Ok(r)) << g.name();
+		return r.output;
+	};
+	std::string up = read(guest("vm0"));
+	EXPECT_NE(up.find("mode=datagram\n"), std::string::npos) << up;
+	EXPECT_NE(up.find("pkey=0xffff\n"), std::string::npos) << up;
+	for (const char *name : {"vm1", "vm2"}) {
+		Guest &g = guest(name);
+		EXPECT_EQ(read(g), up) << name << " reads other sysfs values than upstream's vm0";
+		auto addr = Run(g, "cat /sys/class/net/ib0/address; cat /sys/class/infiniband/mthca0/ports/1/gids/0");
+		ASSERT_TRUE(Ok(addr));
+		std::smatch m;
+		ASSERT_TRUE(std::regex_match(addr.output, m,
+					     std::regex("([0-9a-f]{2}):([0-9a-f:]{8}):([0-9a-f:]{47})\n([0-9a-f:]{39})\n")))
+			<< addr.output;
+		EXPECT_EQ(m[1], "00") << "ours must not offer connected mode: " << addr.output;
+		std::string gid = m[3];
+		gid.erase(std::remove(gid.begin(), gid.end(), ':'), gid.end());
+		std::string port_gid = m[4];
+		port_gid.erase(std::remove(port_gid.begin(), port_gid.end(), ':'), port_gid.end());
+		EXPECT_EQ(gid, port_gid) << addr.output;
+
+		auto w = Run(g, "cd /sys/class/net/ib0 && echo datagram > mode && echo datagram=$?; "
+				"echo connected 2>/dev/null > mode; echo connected=$?; cat mode; "
+				"echo 1 > umcast && cat umcast && echo 0 > umcast && cat umcast");
+		EXPECT_EQ(w.output, "datagram=0\nconnected=1\ndatagram\n1\n0\n") << name;
+	}
+}
+
+TEST_F(OursIpoib, FlapAndReloadUnderPing)
+{
+	Guest &ours = guest("vm1");
+	auto bg = ours.start_exec("ping -i 0.2 -w 40 " + Ip4(0) + " >/dev/null 2>&1; true", 60s);
+	for (int i = 0; i < 3; ++i) {
+		auto r = Run(ours, "ip link set ib0 down && sleep 1 && ip link set ib0 up && "
+				   "end=$(($(date +%s) + 30)); until ip link show ib0 | grep -q LOWER_UP; do "
+				   "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			     60s);
+		EXPECT_TRUE(Ok(r)) << "flap " << i;
+		EXPECT_EQ(PingChecked(1, Ip4(0), 56, Pattern(1, 0, i), 2), "") << "after flap " << i;
+	}
+
+	// Traffic both ways while ib_ipoib goes away.
+	auto in2 = guest("vm2").start_exec("ping -i 0.1 -w 20 " + Ip4(1) + " >/dev/null 2>&1; true", 60s);
+	auto in0 = guest("vm0").start_exec("ping -i 0.1 -w 20 " + Ip4(1) + " >/dev/null 2>&1; true", 60s);
+	std::this_thread::sleep_for(2s);
+	auto rm = Run(ours, "rmmod ib_ipoib && ! test -e /sys/class/net/ib0", 90s);
+	EXPECT_TRUE(Ok(rm));
+	auto load = Run(ours, "modprobe ib_ipoib && " + IfUp(1), 120s);
+	ASSERT_TRUE(Ok(load));
+	for (Guest *peer : {&guest("vm0"), &guest("vm2")})
+		EXPECT_TRUE(Ok(Run(*peer, "ip neigh flush dev ib0")));
+	EXPECT_EQ(PingChecked(1, Ip4(0), 3000, Pattern(1, 0, 9)), "");
+	EXPECT_EQ(PingChecked(1, Ip4(2), 56, Pattern(1, 2, 9)), "");
+	EXPECT_EQ(PingChecked(0, Ip4(1), 56, Pattern(0, 1, 9)), "");
+	EXPECT_EQ(PingChecked(2, Ip4(1), 3000, Pattern(2, 1, 9)), "");
+	bg->wait_for(45s);
+	in2->wait_for(25s);
+	in0->wait_for(25s);
+}
+
+// The emulator takes vm2's link down and up: PORT_ERR turns the carrier
+// off, PORT_ACTIVE (OpenSM brings the port back) flushes and rejoins, and
+// traffic resumes without operator action.
+TEST_F(OursIpoib, PortDownUpRejoins)
+{
+	Guest &g = guest("vm2");
+	std::string r = lab_->fabric("link vm2:1 down");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	lab_->mark("vm2's link is down");
+	EXPECT_TRUE(Ok(Run(g, "end=$(($(date +%s) + 30)); while ip link show ib0 | grep -q LOWER_UP; do "
+			      "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			   60s)))
+		<< "the carrier stayed on with the port down";
+	r = lab_->fabric("link vm2:1 up");
+	ASSERT_EQ(r.rfind("ok", 0), 0u) << r;
+	ASSERT_TRUE(Ok(WaitPortActive(g, 120))) << "OpenSM did not bring the port back";
+	EXPECT_TRUE(Ok(Run(g, "end=$(($(date +%s) + 60)); until ip link show ib0 | grep -q LOWER_UP; do "
+			      "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			   90s)))
+		<< "no carrier: the broadcast group was not joined again";
+	lab_->mark("vm2's ib0 has its carrier again");
+	EXPECT_EQ(PingChecked(2, Ip4(0), 3000, Pattern(2, 0, 7)), "");
+	EXPECT_EQ(PingChecked(2, Ip4(1), 56, Pattern(2, 1, 7)), "");
+	EXPECT_EQ(PingChecked(1, ll_[2] + "%ib0", 200, Pattern(1, 2, 7), 3, true), "");
+}
+
+// Last: every module of ours unloads, and kmemleak is clean.
+TEST_F(OursIpoib, UnloadsWithoutLeaks)
+{
+	// Both guests at once: unload, then (debug kernel) a kmemleak scan,
+	// which waits and scans for some 20 s in each.
+	std::vector<std::future<std::string>> runs;
+	for (const char *name : {"vm1", "vm2"}) {
+		Guest &g = guest(name);
+		ASSERT_EQ(g.stack(), Stack::Ours) << name << " must run our stack";
+		runs.push_back(std::async(std::launch::async, [&g] {
+			auto u = g.exec("ip link set ib0 down && rmmod ib_ipoib && "
+					"rmmod ib_umad ib_sa ib_mthca ib_mad ib_core && ! grep -q '^ib_' /proc/modules",
+					120s);
+			if (!u.ok())
+				return g.name() + ": unload: " + u.describe() + "\n" + u.output +
+				       g.exec("lsmod", 30s).output;
+			if (!g.has_kmemleak())
+				return std::string();
+			auto leaks = g.check_kmemleak();
+			return leaks.empty() ? std::string()
+					     : g.name() + ":\n" + format_hits(g.dir() + "/kmemleak.txt", leaks);
+		}));
+	}
+	std::string err;
+	for (auto &f : runs)
+		err += f.get();
+	EXPECT_EQ(err, "");
+	if (!guest("vm1").has_kmemleak())
+		GTEST_SKIP() << "modules unloaded; no kmemleak: not the debug kernel, so no leak scan";
+}
+
+}  // namespace
+}  // namespace iblab::vmtest
