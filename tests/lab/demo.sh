@@ -4,7 +4,7 @@
 # modules of build/modules, loaded from updates/), vm1 the upstream Debian
 # stack; both HCAs hang off one emulated switch. OpenSM runs on our stack in
 # vm0 and brings the fabric up; then the diagnostics look at it from both
-# sides.   Usage: tests/lab/demo.sh [BUILD_DIR]
+# sides, a verbs program runs between them and ib0 pings. Usage: tests/lab/demo.sh [BUILD_DIR]
 set -eu
 build=$(cd "${1:-build}" && pwd)
 iblab=$build/tests/lab/iblab
@@ -42,3 +42,10 @@ show vm0 'modprobe ib_uverbs && ibv_devinfo'
 sleep 2
 show vm1 'modprobe ib_uverbs; ibv_rc_pingpong -g 0 -n 100 -c vm0'
 show vm0 'sleep 1; cat /tmp/pp.out'
+# IPoIB: our ib_ipoib (vm0) and upstream's (vm1) in datagram mode, each
+# with an address on ib0; ping both ways across the switch.
+show vm0 'modprobe ib_ipoib && modinfo -n ib_ipoib && ip addr add 192.168.95.1/24 dev ib0 && ip link set ib0 up'
+show vm1 'modprobe ib_ipoib && ip addr add 192.168.95.2/24 dev ib0 && ip link set ib0 up'
+show vm0 'for i in $(seq 1 60); do ip link show ib0 | grep -q LOWER_UP && break; sleep 1; done; ip -d link show ib0; cat /sys/class/net/ib0/mode'
+show vm1 'for i in $(seq 1 60); do ip link show ib0 | grep -q LOWER_UP && break; sleep 1; done; ping -c 3 192.168.95.1'
+show vm0 'ping -c 3 -s 3000 192.168.95.2'

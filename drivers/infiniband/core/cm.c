@@ -480,26 +480,29 @@ static void cm_destroy_work(struct work_struct *work)
 static void cm_path_from_msg(struct ib_sa_path_rec *p, __be64 service_id,
 			     __be16 pkey, u8 mtu, const struct cm_msg_path *mp)
 {
-	memset(p, 0, sizeof(*p));
-	p->service_id = service_id;
-	p->dgid = mp->local_gid;
-	p->sgid = mp->remote_gid;
-	p->dlid = mp->local_lid;
-	p->slid = mp->remote_lid;
-	p->flow_label = mp->flow_label;
-	p->pkey = pkey;
-	p->hop_limit = mp->hop_limit;
-	p->traffic_class = mp->traffic_class;
-	p->reversible = 1;
-	p->numb_path = 1;
-	p->sl = mp->sl;
-	p->mtu_selector = IB_SA_EQ;
-	p->mtu = mtu;
-	p->rate_selector = IB_SA_EQ;
-	p->rate = mp->packet_rate;
-	p->packet_life_time_selector = IB_SA_EQ;
-	/* the ACK timeout covers two lifetimes and the CA's delay */
-	p->packet_life_time = mp->local_ack_timeout ? mp->local_ack_timeout - 1 : 0;
+	/* the sender's "local" end is our remote one, and the reverse */
+	*p = (struct ib_sa_path_rec) {
+		.service_id	= service_id,
+		.pkey		= pkey,
+		.mtu		= mtu,
+		.mtu_selector	= IB_SA_EQ,
+		.sgid		= mp->remote_gid,
+		.slid		= mp->remote_lid,
+		.dgid		= mp->local_gid,
+		.dlid		= mp->local_lid,
+		.sl		= mp->sl,
+		.traffic_class	= mp->traffic_class,
+		.flow_label	= mp->flow_label,
+		.hop_limit	= mp->hop_limit,
+		.rate		= mp->packet_rate,
+		.rate_selector	= IB_SA_EQ,
+		.reversible	= 1,
+		.numb_path	= 1,
+		/* the ACK timeout covers two lifetimes and the CA's delay */
+		.packet_life_time = mp->local_ack_timeout ?
+				    mp->local_ack_timeout - 1 : 0,
+		.packet_life_time_selector = IB_SA_EQ,
+	};
 }
 
 /* Fill @ev from the message @m of @w for @priv. */
