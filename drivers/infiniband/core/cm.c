@@ -2043,6 +2043,66 @@ int ib_cm_establish(struct ib_cm_id *cm_id)
 }
 EXPORT_SYMBOL(ib_cm_establish);
 
+/*
+ * The QP migrated (IB_EVENT_PATH_MIG): the alternate path is the primary
+ * one now. Like 6.1's cm_migrate(), only in ESTABLISHED with no LAP
+ * exchange under way, and lap_state stays (6.1: becomes) idle. Unlike it,
+ * an alternate path must exist (6.1 would take an empty one) and is not
+ * kept afterwards: re-arming migration to the path the QP is already on
+ * means nothing, so RTS gives the plain RTS attributes of the new primary
+ * path until a LAP exchange loads another. The CM's own messages keep
+ * the address they had (6.1 moves them with the primary path).
+ *
+ * Context: @priv->lock held.
+ */
+static int cm_migrate(struct cm_id_priv *priv)
+{
+	struct cm_qp_params *q = &priv->qp;
+
+	if (priv->destroying || priv->id.state != IB_CM_ESTABLISHED ||
+	    priv->id.lap_state != IB_CM_LAP_IDLE || !q->alt_valid)
+		return -EINVAL;
+	q->ah_attr = q->alt_ah_attr;
+	q->port_num = q->alt_port_num;
+	q->pkey_index = q->alt_pkey_index;
+	q->local_ack_timeout = q->alt_timeout;
+	q->alt_valid = false;
+	return 0;
+}
+
+/**
+ * ib_cm_notify() - tell the CM of an affiliated event of the connection's QP
+ * @cm_id: the connection's id
+ * @event: IB_EVENT_COMM_EST (as ib_cm_establish()) or IB_EVENT_PATH_MIG
+ *
+ * IB_EVENT_PATH_MIG makes the alternate path of a LAP/APR exchange the
+ * primary one of ib_cm_init_qp_attr(); legal in IB_CM_ESTABLISHED with
+ * lap_state IB_CM_LAP_IDLE and an alternate path.
+ *
+ * Context: any; does not sleep.
+ * Return: 0, or -EINVAL (another event, or a state in which it means
+ * nothing).
+ */
+int ib_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event)
+{
+	struct cm_id_priv *priv = to_priv(cm_id);
+	unsigned long irq;
+	int ret;
+
+	switch (event) {
+	case IB_EVENT_COMM_EST:
+		return ib_cm_establish(cm_id);
+	case IB_EVENT_PATH_MIG:
+		spin_lock_irqsave(&priv->lock, irq);
+		ret = cm_migrate(priv);
+		spin_unlock_irqrestore(&priv->lock, irq);
+		return ret;
+	default:
+		return -EINVAL;
+	}
+}
+EXPORT_SYMBOL(ib_cm_notify);
+
 struct cm_rej_args {
 	u8		reason, ari_length, len;
 	const void	*ari, *data;

@@ -1625,6 +1625,84 @@ static void clt_lap_wrong_qpn(struct kunit *test)
 	clt_teardown(c);
 }
 
+/* @id's RTR address vector goes to @dlid from @port on SL 5, rate 6. */
+static void clt_expect_av(struct kunit *test, struct ib_cm_id *id, u16 dlid,
+			  u8 port)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
+	int mask = 0;
+
+	KUNIT_ASSERT_EQ(test, ib_cm_init_qp_attr(id, &attr, &mask), 0);
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_AV);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.dlid, dlid);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.sl, 5);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.static_rate, 6);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.port_num, port);
+}
+
+/*
+ * ib_cm_notify(): COMM_EST as ib_cm_establish(); PATH_MIG once a LAP/APR
+ * exchange gave an alternate path, which then is the primary one (RTR's
+ * address vector, RTS's ACK timeout) and no alternate path is left.
+ */
+static void clt_notify(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	u8 timeout = clt_alt_timeout(c);
+	struct ib_qp_attr attr;
+	struct clt_ev *e;
+	int mask = 0;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_COMM_EST), -EINVAL);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive, IB_EVENT_COMM_EST), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_USER_ESTABLISHED));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_SQ_DRAINED), -EINVAL);
+	/* no alternate path yet */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+
+	KUNIT_ASSERT_NOT_NULL(test, clt_lap(c, active, passive));
+	/* not while the exchange is under way, on either side */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive, IB_EVENT_PATH_MIG), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS, NULL, 0,
+					     NULL, 0), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_APR_RECEIVED));
+	clt_expect_alt(test, active, KTEST_LID(2), 1, timeout);
+
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), 0);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	clt_expect_av(test, active, KTEST_LID(2), 1);
+	KUNIT_ASSERT_EQ(test, clt_rts(active, &attr, &mask), 0);
+	KUNIT_EXPECT_FALSE(test, mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE));
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_TIMEOUT);
+	KUNIT_EXPECT_EQ(test, attr.timeout, timeout);
+	/* nothing left to migrate to */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive, IB_EVENT_PATH_MIG), 0);
+	clt_expect_av(test, passive, KTEST_LID(1), 2);
+	clt_expect_no_alt(test, passive);
+	/* a new LAP may give another alternate path */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
 static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_full_exchange),
 	KUNIT_CASE(clt_rej_unknown_service),
@@ -1652,6 +1730,7 @@ static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_lap_duplicate),
 	KUNIT_CASE(clt_lap_wrong_state),
 	KUNIT_CASE(clt_lap_wrong_qpn),
+	KUNIT_CASE(clt_notify),
 	{}
 };
 
