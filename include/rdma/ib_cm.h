@@ -562,6 +562,23 @@ int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data,
 int ib_cm_establish(struct ib_cm_id *cm_id);
 
 /**
+ * ib_cm_notify() - tell the CM of an affiliated event of the connection's QP
+ * @cm_id: the connection's id
+ * @event: IB_EVENT_COMM_EST (as ib_cm_establish()) or IB_EVENT_PATH_MIG
+ *
+ * IB_EVENT_PATH_MIG: the QP migrated to the alternate path a LAP/APR
+ * exchange gave it. Legal in IB_CM_ESTABLISHED with lap_state
+ * IB_CM_LAP_IDLE and an alternate path; that path becomes the primary
+ * one of ib_cm_init_qp_attr() and the connection keeps no alternate
+ * path until a new LAP exchange gives it one.
+ *
+ * Context: any; does not sleep.
+ * Return: 0; -EINVAL for another event, or a state or connection in which
+ * the event means nothing.
+ */
+int ib_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event);
+
+/**
  * ib_send_cm_rej() - reject a connection request or reply
  * @cm_id: an id with a REQ or REP pending
  * @reason: &enum ib_cm_rej_reason

@@ -394,6 +394,18 @@ void CaseIds()
 	Check(Cmd(a, IB_USER_CM_CMD_INIT_QP_ATTR, qa, 144) == EINVAL, "INIT_QP_ATTR state 1000 -> EINVAL");
 	ib_ucm_notify n{ids[0], 1000};
 	Check(Cmd(a, IB_USER_CM_CMD_NOTIFY, n) == EINVAL, "NOTIFY of an unknown event -> EINVAL");
+	n.event = 4;	// IB_EVENT_COMM_EST
+	int e = Cmd(a, IB_USER_CM_CMD_NOTIFY, n);
+	Check(e == EINVAL, "NOTIFY COMM_EST of an idle id -> EINVAL", ErrName(e));
+	n.event = 6;	// IB_EVENT_PATH_MIG
+	e = Cmd(a, IB_USER_CM_CMD_NOTIFY, n);
+	Check(e == EINVAL, "NOTIFY PATH_MIG of an idle id -> EINVAL", ErrName(e));
+	n.id = 0x7fffffff;
+	e = Cmd(a, IB_USER_CM_CMD_NOTIFY, n);
+	Check(e == ENOENT, "NOTIFY of an unknown id -> ENOENT", ErrName(e));
+	n.id = other;
+	e = Cmd(b, IB_USER_CM_CMD_NOTIFY, n);
+	Check(e == ENOENT, "NOTIFY of another file's id -> ENOENT", ErrName(e));
 	close(a);
 	close(b);
 }
@@ -918,14 +930,48 @@ int SendApr(int fd, uint32_t id, uint32_t status, const void *info, uint8_t info
 	return Cmd(fd, IB_USER_CM_CMD_SEND_APR, c);
 }
 
-int InitRts(int fd, uint32_t id, ib_uverbs_qp_attr *qa)
+int InitAttr(int fd, uint32_t id, uint32_t state, ib_uverbs_qp_attr *qa)
 {
 	ib_ucm_init_qp_attr c{};
 	*qa = {};
 	c.id = id;
-	c.qp_state = 3;	// RTS
+	c.qp_state = state;
 	c.response = uintptr_t(qa);
 	return Cmd(fd, IB_USER_CM_CMD_INIT_QP_ATTR, c, sizeof(*qa));
+}
+
+int InitRts(int fd, uint32_t id, ib_uverbs_qp_attr *qa)
+{
+	return InitAttr(fd, id, 3 /* RTS */, qa);
+}
+
+int NotifyPathMig(int fd, uint32_t id)
+{
+	ib_ucm_notify n{id, 6 /* IB_EVENT_PATH_MIG */};
+	return Cmd(fd, IB_USER_CM_CMD_NOTIFY, n);
+}
+
+// After NOTIFY PATH_MIG: RTR's address vector is the alternate path (SL 1)
+// and RTS gives the plain RTS attributes, no alternate path left.
+std::string CheckMigrated(int fd, uint32_t id, const Port &port)
+{
+	ib_uverbs_qp_attr qa;
+	int e = InitAttr(fd, id, 2 /* RTR */, &qa);
+	if (e)
+		return "INIT_QP_ATTR RTR " + ErrName(e);
+	if (!(qa.qp_attr_mask & (1u << 7)) /* AV */ || qa.ah_attr.dlid != port.lid || qa.ah_attr.sl != 1 ||
+	    qa.ah_attr.port_num != 1)
+		return "INIT_QP_ATTR RTR: mask " + std::to_string(qa.qp_attr_mask) + " dlid " +
+		       std::to_string(qa.ah_attr.dlid) + " sl " + std::to_string(qa.ah_attr.sl) + " port " +
+		       std::to_string(qa.ah_attr.port_num);
+	e = InitRts(fd, id, &qa);
+	if (e)
+		return "INIT_QP_ATTR RTS " + ErrName(e);
+	const uint32_t alt = (1u << 14) /* ALT_PATH */ | (1u << 18) /* PATH_MIG_STATE */;
+	const uint32_t rts = (1u << 9) /* TIMEOUT */ | (1u << 16) /* SQ_PSN */;
+	if ((qa.qp_attr_mask & alt) || (qa.qp_attr_mask & rts) != rts)
+		return "INIT_QP_ATTR RTS: mask " + std::to_string(qa.qp_attr_mask);
+	return "";
 }
 
 // The RTS attributes load the alternate path with SL 1 toward our LID.
@@ -999,6 +1045,8 @@ void CaseLap(const Port &port)
 	Check(e == EFAULT, "LAP with the path at address 16 -> EFAULT", ErrName(e));
 	e = SendApr(p, nid, 0, nullptr, 0, nullptr, 0);
 	Check(e == EINVAL, "APR with no LAP received -> EINVAL", ErrName(e));
+	e = NotifyPathMig(a, cid);
+	Check(e == EINVAL, "NOTIFY PATH_MIG with no alternate path -> EINVAL", ErrName(e));
 
 	// LAP -> accepting APR
 	const char lapdata[] = "alternate, please";
@@ -1030,6 +1078,18 @@ void CaseLap(const Port &port)
 	      ErrName(e) + " status " + std::to_string(ev.resp.u.apr_resp.status));
 	err = CheckAlt(a, cid, port);
 	Check(err.empty(), "the LAP sender's RTS loads the alternate path after the APR", err);
+
+	// the QPs migrated: the alternate path is the primary one
+	e = NotifyPathMig(a, cid);
+	Check(e == 0, "NOTIFY PATH_MIG on the LAP sender", ErrName(e));
+	err = CheckMigrated(a, cid, port);
+	Check(err.empty(), "after PATH_MIG the sender's RTR is the alternate path, RTS has none left", err);
+	e = NotifyPathMig(a, cid);
+	Check(e == EINVAL, "a second NOTIFY PATH_MIG -> EINVAL", ErrName(e));
+	e = NotifyPathMig(p, nid);
+	Check(e == 0, "NOTIFY PATH_MIG on the LAP receiver", ErrName(e));
+	err = CheckMigrated(p, nid, port);
+	Check(err.empty(), "after PATH_MIG the receiver's RTR is the alternate path, RTS has none left", err);
 
 	// LAP -> refusing APR
 	e = SendLap(a, cid, &alt, nullptr, 0);

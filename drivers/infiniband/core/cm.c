@@ -101,6 +101,8 @@ struct cm_device {
  *	the one we received once its event ran), valid with @lap_alt_ok
  * @lap_alt_ok: @lap_alt holds the path of the current LAP exchange
  * @remote_ca_guid: the peer's CA GUID (with @id.remote_id: remote lookup)
+ * @local_qpn: our QP of the connection (the REQ's or the REP's), which a
+ *	received LAP must name
  * @plt: the path's PacketLifeTime exponent
  * @resp_timeout: the peer CM's response time exponent
  * @mra_timeout: the ServiceTimeout of the last MRA received
@@ -113,7 +115,8 @@ struct cm_device {
  * @event_work: runs the handler for each of @events
  * @destroy_work: destroys the id after its handler returned non-zero
  * @listen_node: on cm.listen (under cm.lock)
- * @remote_node: on cm.remote (under cm.lock)
+ * @remote_node: on cm.remote (under cm.lock): a passive id from its REQ
+ *	on, an active one from the REP it accepted on
  * @in_remote: on cm.remote
  * @sidr_node: on cm.sidr while a received SIDR_REQ is unanswered (under
  *	cm.lock)
@@ -138,6 +141,7 @@ struct cm_id_priv {
 	struct cm_alt		lap_alt;
 	bool			lap_alt_ok;
 	__be64			remote_ca_guid;
+	u32			local_qpn;
 	u8			plt, resp_timeout, mra_timeout, max_cm_retries;
 	unsigned long		timewait_ms;
 	bool			destroying, async_destroy;
@@ -342,20 +346,41 @@ static int cm_format_rej(struct cm_rej *r, struct cm_id_priv *priv, u8 reason,
 	return 0;
 }
 
-/* The REJ the CM sends itself (a timeout, a destroy). Context: lock. */
-static void cm_send_own_rej(struct cm_id_priv *priv, u8 reason)
+/*
+ * The REJ the CM sends itself (a timeout, a destroy, a stale REP); @in is
+ * the input that sends it. Context: @priv->lock.
+ *
+ * Return: the REJ as sent (a copy in @priv->last, valid while the lock is
+ * held), or NULL if it could not be sent.
+ */
+static const struct ib_mad *cm_send_own_rej(struct cm_id_priv *priv, u8 reason,
+					    enum cm_input in)
 {
 	__be64 guid = priv->id.device->node_guid;
 	struct cm_rej *r = kmalloc(sizeof(*r), GFP_ATOMIC);
+	struct ib_mad_send_buf *m;
+	const struct ib_mad *sent = NULL;
 
 	if (!r)
-		return;
+		return NULL;
 	if (reason == IB_CM_REJ_TIMEOUT)
 		cm_format_rej(r, priv, reason, &guid, sizeof(guid), NULL, 0);
 	else
 		cm_format_rej(r, priv, reason, NULL, 0, NULL, 0);
-	cm_post_once(priv, CM_MSG_REJ, r);
+	/* the state is still REQ_SENT: name the message it refuses */
+	if (in == CM_IN_RECV_REP_STALE)
+		r->message_rejected = IB_CM_REJ_MSG_REP;
+	if (!priv->port || !priv->ah)
+		goto out;
+	m = cm_alloc_msg(priv->port, priv->ah, GFP_ATOMIC);
+	if (IS_ERR(m))
+		goto out;
+	cm_pack(m, CM_MSG_REJ, r);
+	if (!cm_post(priv, m, 0, 0))
+		sent = (const struct ib_mad *)priv->last;
+out:
 	kfree(r);
+	return sent;
 }
 
 /*
@@ -729,6 +754,9 @@ static void cm_run_one(struct cm_id_priv *priv, struct cm_work *w)
 		   w->event == IB_CM_DREQ_ERROR || w->event == IB_CM_LAP_ERROR ||
 		   w->event == IB_CM_SIDR_REQ_ERROR) {
 		ev.param.send_status = IB_WC_RESP_TIMEOUT_ERR;
+	} else if (w->event == IB_CM_REJ_RECEIVED) {
+		/* a stale REP whose REJ could not be sent (no memory) */
+		ev.param.rej_rcvd.reason = IB_CM_REJ_STALE_CONN;
 	}
 	ret = priv->id.cm_handler(&priv->id, &ev);
 	if (ret)
@@ -787,6 +815,7 @@ static void cm_timewait_start(struct cm_id_priv *priv)
 static int cm_do_step(struct cm_id_priv *priv, enum cm_input in,
 		      const struct ib_mad *mad, struct cm_id_priv *listener)
 {
+	const struct ib_mad *rej;
 	struct cm_step st;
 	int ret;
 
@@ -816,8 +845,12 @@ static int cm_do_step(struct cm_id_priv *priv, enum cm_input in,
 			      cm_mra_timeout_ms(priv->mra_timeout, priv->plt));
 	if (st.actions & CM_DO_RESEND)
 		cm_resend_last(priv);
-	if (st.actions & CM_DO_SEND_REJ)
-		cm_send_own_rej(priv, st.rej_reason);
+	if (st.actions & CM_DO_SEND_REJ) {
+		rej = cm_send_own_rej(priv, st.rej_reason, in);
+		/* the consumer gets the REJ its id's CM sent for it */
+		if (in == CM_IN_RECV_REP_STALE)
+			mad = rej;
+	}
 	if (st.actions & CM_DO_SEND_DREQ)
 		cm_send_own_dreq(priv, st.actions & CM_DO_ARM);
 	if (st.actions & CM_DO_SIDR_REJECT)
@@ -922,25 +955,61 @@ static void cm_rej_unknown(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 }
 
 /*
- * The id whose connection a REQ from (@qpn, @guid) would repeat: the
- * peer's QP is still ours under another comm ID (IBA 12.9.8.3.1).
+ * A connection, other than @skip's, that holds the peer CA @guid's QP
+ * @qpn or (when @comm_id is not 0) its comm ID @comm_id: a new REQ or REP
+ * naming either finds a stale connection (IBA 12.9.8.3.1). It must not be
+ * idle; with @connected not in timewait either (the REP's rule: the IBA's
+ * "considers connected", and 6.1 drops an id from its remote tables as it
+ * enters timewait). Passive ids are on cm.remote from their REQ, active
+ * ones from the REP they accepted.
+ *
  * Context: cm.lock held; a reference is taken.
  */
-static struct cm_id_priv *cm_find_stale(u32 qpn, __be64 guid)
+static struct cm_id_priv *cm_find_live(__be64 guid, __be32 comm_id, u32 qpn,
+				       struct cm_id_priv *skip, bool connected)
 {
 	struct cm_id_priv *p;
-	bool live;
+	bool hit;
 
 	list_for_each_entry(p, &cm.remote, remote_node) {
-		if (p->qp.remote_qpn != qpn || p->remote_ca_guid != guid)
+		if (p == skip)
 			continue;
 		spin_lock(&p->lock);
-		live = p->id.state != IB_CM_IDLE;
+		hit = p->id.state != IB_CM_IDLE &&
+		      !(connected && p->id.state == IB_CM_TIMEWAIT) &&
+		      p->remote_ca_guid == guid &&
+		      (p->qp.remote_qpn == qpn ||
+		       (comm_id && p->id.remote_id == comm_id));
 		spin_unlock(&p->lock);
-		if (live && refcount_inc_not_zero(&p->refs))
+		if (hit && refcount_inc_not_zero(&p->refs))
 			return p;
 	}
 	return NULL;
+}
+
+/* The id whose connection a REQ from (@qpn, @guid) would repeat. */
+static struct cm_id_priv *cm_find_stale(u32 qpn, __be64 guid)
+{
+	return cm_find_live(guid, 0, qpn, NULL, false);
+}
+
+/*
+ * An active id whose REP was accepted joins cm.remote, so that a later
+ * REQ or REP naming the same peer QP finds it. Not once ib_destroy_cm_id()
+ * has begun: it takes the id off the lists after marking it.
+ */
+static void cm_remote_add(struct cm_id_priv *priv)
+{
+	unsigned long irq;
+
+	spin_lock_irqsave(&cm.lock, irq);
+	spin_lock(&priv->lock);
+	if (!priv->destroying && list_empty(&priv->remote_node)) {
+		list_add_tail(&priv->remote_node, &cm.remote);
+		priv->in_remote = true;
+	}
+	spin_unlock(&priv->lock);
+	spin_unlock_irqrestore(&cm.lock, irq);
 }
 
 static struct cm_id_priv *cm_alloc_priv(struct ib_device *device,
@@ -1237,12 +1306,30 @@ static void cm_drep_unknown(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	kfree(d);
 }
 
+/*
+ * APR refusing a LAP the CM itself finds invalid; the consumer never hears
+ * of the LAP. Context: @priv->lock.
+ */
+static void cm_refuse_lap(struct cm_id_priv *priv, u8 status)
+{
+	struct cm_apr *r = kzalloc(sizeof(*r), GFP_ATOMIC);
+
+	if (!r)
+		return;
+	r->local_comm_id = priv->id.local_id;
+	r->remote_comm_id = priv->id.remote_id;
+	r->ap_status = status;
+	cm_post_once(priv, CM_MSG_APR, r);
+	kfree(r);
+}
+
 static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 			 enum cm_msg_kind kind, const union cm_any *m)
 {
 	struct ib_mad *mad = rwc->recv_buf.mad;
+	struct cm_id_priv *priv, *old = NULL;
 	enum ib_cm_lap_state lap_was;
-	struct cm_id_priv *priv;
+	bool accepted = false;
 	__be32 ours, theirs;
 	unsigned long irq;
 	int in;
@@ -1255,6 +1342,13 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 		if (kind == CM_MSG_DREQ)
 			cm_drep_unknown(port, rwc, &m->dreq);
 		return;
+	}
+	/* cm.lock is never taken inside an id's lock: look before locking */
+	if (kind == CM_MSG_REP) {
+		spin_lock_irqsave(&cm.lock, irq);
+		old = cm_find_live(m->rep.local_ca_guid, m->rep.local_comm_id,
+				   be32_to_cpu(m->rep.local_qpn), priv, true);
+		spin_unlock_irqrestore(&cm.lock, irq);
 	}
 	spin_lock_irqsave(&priv->lock, irq);
 	/*
@@ -1272,17 +1366,36 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	if (kind == CM_MSG_SIDR_REP &&
 	    m->sidr_rep.service_id != priv->id.service_id)
 		goto out;
+	/*
+	 * IBA 12.8: the LAP names our QP (LAP:Remote QPN/EECN). One naming
+	 * another is answered APR "Invalid QPN/EECN" by the CM and changes
+	 * nothing (6.1 does not check it).
+	 */
+	if (kind == CM_MSG_LAP && priv->id.state == IB_CM_ESTABLISHED &&
+	    be32_to_cpu(m->lap.remote_qpn_eecn) != priv->local_qpn) {
+		cm_refuse_lap(priv, IB_CM_APR_INVALID_QPN_EECN);
+		goto out;
+	}
 	if (kind == CM_MSG_REP && (priv->id.state == IB_CM_REQ_SENT ||
 				   priv->id.state == IB_CM_MRA_REQ_RCVD)) {
+		/* the REJ of a stale REP names the comm ID it refuses */
 		priv->id.remote_id = m->rep.local_comm_id;
 		priv->remote_ca_guid = m->rep.local_ca_guid;
-		priv->qp.remote_qpn = be32_to_cpu(m->rep.local_qpn);
-		priv->qp.sq_psn = be32_to_cpu(m->rep.starting_psn);
-		priv->qp.rnr_retry_count = m->rep.rnr_retry_count;
+		if (old) {
+			/* IBA 12.9.8.3.1: another connection holds its QP */
+			in = CM_IN_RECV_REP_STALE;
+		} else {
+			priv->qp.remote_qpn = be32_to_cpu(m->rep.local_qpn);
+			priv->qp.sq_psn = be32_to_cpu(m->rep.starting_psn);
+			priv->qp.rnr_retry_count = m->rep.rnr_retry_count;
+			accepted = true;
+		}
 	}
 	lap_was = priv->id.lap_state;
-	if (cm_do_step(priv, in, mad, NULL))
+	if (cm_do_step(priv, in, mad, NULL)) {
+		accepted = false;
 		goto out;
+	}
 	/* a new LAP: its path is found by the event work (cm_lap_alt_in()) */
 	if (kind == CM_MSG_LAP && lap_was == IB_CM_LAP_IDLE)
 		priv->lap_alt_ok = false;
@@ -1294,6 +1407,17 @@ static void cm_recv_conn(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	}
 out:
 	spin_unlock_irqrestore(&priv->lock, irq);
+	if (accepted)
+		cm_remote_add(priv);
+	if (old) {
+		/* ... and is torn down as a stale one is (DREQ, timewait) */
+		if (in == CM_IN_RECV_REP_STALE) {
+			spin_lock_irqsave(&old->lock, irq);
+			cm_do_step(old, CM_IN_STALE, NULL, NULL);
+			spin_unlock_irqrestore(&old->lock, irq);
+		}
+		cm_deref(old);
+	}
 	cm_deref(priv);
 }
 
@@ -1710,6 +1834,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	priv->qp.ah_attr = ah_attr;
 	priv->qp.path_mtu = path->mtu;
 	priv->qp.rq_psn = param->starting_psn;
+	priv->local_qpn = param->qp_num;
 	priv->qp.responder_resources = param->responder_resources;
 	priv->qp.initiator_depth = param->initiator_depth;
 	priv->qp.local_ack_timeout = req->primary.local_ack_timeout;
@@ -1769,6 +1894,7 @@ static int cm_build_rep(struct cm_id_priv *priv, void *msg, const void *arg)
 	if (p->private_data_len)
 		memcpy(r->private_data, p->private_data, p->private_data_len);
 	priv->qp.rq_psn = p->starting_psn;
+	priv->local_qpn = p->qp_num;
 	priv->qp.responder_resources = p->responder_resources;
 	priv->qp.initiator_depth = p->initiator_depth;
 	return 0;
@@ -1919,6 +2045,66 @@ int ib_cm_establish(struct ib_cm_id *cm_id)
 	return ret < 0 ? -EINVAL : 0;
 }
 EXPORT_SYMBOL(ib_cm_establish);
+
+/*
+ * The QP migrated (IB_EVENT_PATH_MIG): the alternate path is the primary
+ * one now. Like 6.1's cm_migrate(), only in ESTABLISHED with no LAP
+ * exchange under way, and lap_state stays (6.1: becomes) idle. Unlike it,
+ * an alternate path must exist (6.1 would take an empty one) and is not
+ * kept afterwards: re-arming migration to the path the QP is already on
+ * means nothing, so RTS gives the plain RTS attributes of the new primary
+ * path until a LAP exchange loads another. The CM's own messages keep
+ * the address they had (6.1 moves them with the primary path).
+ *
+ * Context: @priv->lock held.
+ */
+static int cm_migrate(struct cm_id_priv *priv)
+{
+	struct cm_qp_params *q = &priv->qp;
+
+	if (priv->destroying || priv->id.state != IB_CM_ESTABLISHED ||
+	    priv->id.lap_state != IB_CM_LAP_IDLE || !q->alt_valid)
+		return -EINVAL;
+	q->ah_attr = q->alt_ah_attr;
+	q->port_num = q->alt_port_num;
+	q->pkey_index = q->alt_pkey_index;
+	q->local_ack_timeout = q->alt_timeout;
+	q->alt_valid = false;
+	return 0;
+}
+
+/**
+ * ib_cm_notify() - tell the CM of an affiliated event of the connection's QP
+ * @cm_id: the connection's id
+ * @event: IB_EVENT_COMM_EST (as ib_cm_establish()) or IB_EVENT_PATH_MIG
+ *
+ * IB_EVENT_PATH_MIG makes the alternate path of a LAP/APR exchange the
+ * primary one of ib_cm_init_qp_attr(); legal in IB_CM_ESTABLISHED with
+ * lap_state IB_CM_LAP_IDLE and an alternate path.
+ *
+ * Context: any; does not sleep.
+ * Return: 0, or -EINVAL (another event, or a state in which it means
+ * nothing).
+ */
+int ib_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event)
+{
+	struct cm_id_priv *priv = to_priv(cm_id);
+	unsigned long irq;
+	int ret;
+
+	switch (event) {
+	case IB_EVENT_COMM_EST:
+		return ib_cm_establish(cm_id);
+	case IB_EVENT_PATH_MIG:
+		spin_lock_irqsave(&priv->lock, irq);
+		ret = cm_migrate(priv);
+		spin_unlock_irqrestore(&priv->lock, irq);
+		return ret;
+	default:
+		return -EINVAL;
+	}
+}
+EXPORT_SYMBOL(ib_cm_notify);
 
 struct cm_rej_args {
 	u8		reason, ari_length, len;

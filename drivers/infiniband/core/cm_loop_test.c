@@ -61,6 +61,10 @@ struct clt {
 	u8			rep_image[2][IB_MGMT_MAD_SIZE];
 	/* lose this many messages of drop_kind (-1: all) */
 	int			drop_kind, drop_left;
+	/* a copy of the first message of capture_kind on the wire */
+	int			capture_kind;
+	bool			captured;
+	u8			capture[IB_MGMT_MAD_SIZE];
 	/* the handler waits for this one for gate_event when set */
 	struct completion	*gate;
 	enum ib_cm_event_type	gate_event;
@@ -87,6 +91,10 @@ static enum ktest_verdict clt_tap(struct ktest_dev *kd, u8 port, u32 qpn,
 	if (kind == CM_MSG_REP && c->sent[kind] < 2)
 		memcpy(c->rep_image[c->sent[kind]], mad, IB_MGMT_MAD_SIZE);
 	c->sent[kind]++;
+	if (kind == c->capture_kind && !c->captured) {
+		memcpy(c->capture, mad, IB_MGMT_MAD_SIZE);
+		c->captured = true;
+	}
 	if (kind == c->drop_kind && c->drop_left) {
 		if (c->drop_left > 0)
 			c->drop_left--;
@@ -182,6 +190,7 @@ static struct clt *clt_setup(struct kunit *test)
 	spin_lock_init(&c->lock);
 	init_waitqueue_head(&c->wq);
 	c->drop_kind = -1;
+	c->capture_kind = -1;
 	c->kd = ktest_dev_alloc(test, "clt%d");
 	c->kd->tap = clt_tap;
 	c->kd->tap_ctx = c;
@@ -239,6 +248,48 @@ static struct clt_ev *clt_wait(struct clt *c, struct ib_cm_id *id,
 	return &c->ev[i];
 }
 
+/* The @n-th event (from 1) of @type for @id (or any id), waited for. */
+static struct clt_ev *clt_wait_nth(struct clt *c, struct ib_cm_id *id,
+				   enum ib_cm_event_type type, int n)
+{
+	unsigned long irq;
+	int i, seen = 0;
+
+	if (!wait_event_timeout(c->wq, clt_count(c, id, type) >= n, CLT_WAIT))
+		return NULL;
+	spin_lock_irqsave(&c->lock, irq);
+	for (i = 0; i < c->nev; i++)
+		if (c->ev[i].type == type && (!id || c->ev[i].id == id) &&
+		    ++seen == n)
+			break;
+	spin_unlock_irqrestore(&c->lock, irq);
+	return &c->ev[i];
+}
+
+/*
+ * The captured message, unpacked into @msg (a struct of its kind), so a
+ * case can change a field and send it with clt_inject().
+ */
+static void clt_captured(struct clt *c, enum cm_msg_kind kind, void *msg)
+{
+	KUNIT_ASSERT_TRUE(c->test, wait_event_timeout(c->wq, READ_ONCE(c->captured),
+						      CLT_WAIT));
+	KUNIT_ASSERT_EQ(c->test, cm_msg_unpack(kind, c->capture + IB_MGMT_MAD_HDR,
+					       msg), 0);
+}
+
+/* @msg, of @kind, arrives at @port's CM from the other port's. */
+static void clt_inject(struct clt *c, enum cm_msg_kind kind, const void *msg,
+		       u8 port)
+{
+	u8 mad[IB_MGMT_MAD_SIZE];
+
+	memcpy(mad, c->capture, IB_MGMT_MAD_HDR);
+	KUNIT_ASSERT_EQ(c->test, cm_msg_pack(kind, msg, mad + IB_MGMT_MAD_HDR), 0);
+	KUNIT_ASSERT_EQ(c->test, ktest_inject(c->kd, port, 1, mad,
+					      KTEST_LID(3 - port), 1), 0);
+}
+
 static struct ib_sa_path_rec clt_path = {
 	.slid = cpu_to_be16(KTEST_LID(1)),
 	.dlid = cpu_to_be16(KTEST_LID(2)),
@@ -254,14 +305,14 @@ static const u8 clt_req_pdata[16] = "request-data-01";
  * Connect @id to @sid; @local_resp is how long our CM says it takes to
  * answer, which is how long the peer waits before resending its REP.
  */
-static int clt_connect_r(struct clt *c, struct ib_cm_id *id, __be64 sid,
-			 u8 remote_resp, u8 local_resp, u8 retries)
+static int clt_connect_q(struct clt *c, struct ib_cm_id *id, __be64 sid,
+			 u8 remote_resp, u8 local_resp, u8 retries, u32 qpn)
 {
 	struct ib_cm_req_param p = {
 		.primary_path = &clt_path,
 		.service_id = sid,
 		.qp_type = IB_QPT_RC,
-		.qp_num = 0x100,
+		.qp_num = qpn,
 		.starting_psn = 0x1234,
 		.private_data = clt_req_pdata,
 		.private_data_len = sizeof(clt_req_pdata),
@@ -277,6 +328,12 @@ static int clt_connect_r(struct clt *c, struct ib_cm_id *id, __be64 sid,
 	return ib_send_cm_req(id, &p);
 }
 
+static int clt_connect_r(struct clt *c, struct ib_cm_id *id, __be64 sid,
+			 u8 remote_resp, u8 local_resp, u8 retries)
+{
+	return clt_connect_q(c, id, sid, remote_resp, local_resp, retries, 0x100);
+}
+
 static int clt_connect_t(struct clt *c, struct ib_cm_id *id, __be64 sid,
 			 u8 remote_resp, u8 local_resp)
 {
@@ -290,10 +347,10 @@ static int clt_connect(struct clt *c, struct ib_cm_id *id, __be64 sid)
 
 static const u8 clt_rep_pdata[16] = "reply-data-0002";
 
-static int clt_accept(struct ib_cm_id *id)
+static int clt_accept_qpn(struct ib_cm_id *id, u32 qpn)
 {
 	struct ib_cm_rep_param p = {
-		.qp_num = 0x200,
+		.qp_num = qpn,
 		.starting_psn = 0x5678,
 		.private_data = clt_rep_pdata,
 		.private_data_len = sizeof(clt_rep_pdata),
@@ -303,6 +360,11 @@ static int clt_accept(struct ib_cm_id *id)
 	};
 
 	return ib_send_cm_rep(id, &p);
+}
+
+static int clt_accept(struct ib_cm_id *id)
+{
+	return clt_accept_qpn(id, 0x200);
 }
 
 /* A listener and an active id, both with @c as context. */
@@ -903,6 +965,61 @@ static void clt_sidr_duplicate(struct kunit *test)
 	clt_teardown(c);
 }
 
+/*
+ * The same SIDR_REQ again once it was answered: the IBA's passive SIDR
+ * diagram keeps nothing after the SIDR_REP, and 6.1 takes it as a new
+ * request (its id left the table when it replied), so it reaches the
+ * listener again as a new id and gets a SIDR_REP of its own.
+ */
+static void clt_sidr_repeat_after_reply(struct kunit *test)
+{
+	struct ib_cm_sidr_rep_param rp = {
+		.status = IB_SIDR_SUCCESS,
+		.qp_num = 0x987,
+		.qkey = 0x55556666,
+	};
+	struct ib_cm_id *listen, *active, *p1, *p2;
+	struct clt *c = clt_setup(test);
+	struct cm_sidr_req req;
+	struct clt_ev *e;
+
+	c->capture_kind = CM_MSG_SIDR_REQ;
+	clt_sidr_ids(c, &listen, &active);
+	KUNIT_ASSERT_EQ(test, clt_sidr_req(active, CLT_SIDR_SID, 300), 0);
+	e = clt_wait(c, NULL, IB_CM_SIDR_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	p1 = e->id;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(p1, &rp), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_SIDR_REP_RECEIVED));
+
+	clt_captured(c, CM_MSG_SIDR_REQ, &req);
+	clt_inject(c, CM_MSG_SIDR_REQ, &req, 2);
+	e = clt_wait_nth(c, NULL, IB_CM_SIDR_REQ_RECEIVED, 2);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	p2 = e->id;
+	KUNIT_EXPECT_NE(test, (uintptr_t)p2, (uintptr_t)p1);
+	KUNIT_EXPECT_PTR_EQ(test, e->listen_id, listen);
+	KUNIT_EXPECT_TRUE(test, p2->remote_id == req.request_id);
+	KUNIT_EXPECT_EQ(test, p2->state, IB_CM_SIDR_REQ_RCVD);
+	/* nothing was resent for it: the listener answers again */
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_SIDR_REP), 1);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_sidr_rep(p2, &rp), 0);
+	KUNIT_ASSERT_TRUE(test,
+			  wait_event_timeout(c->wq,
+					     clt_sent(c, CM_MSG_SIDR_REP) == 2,
+					     CLT_WAIT));
+	/* the requester, idle again, ignores the second answer */
+	msleep(50);
+	KUNIT_EXPECT_EQ(test, clt_count(c, active, IB_CM_SIDR_REP_RECEIVED), 1);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_IDLE);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(p2);
+	ib_destroy_cm_id(p1);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
 /* Connect active to a new passive id, with @retries; both ESTABLISHED. */
 static struct ib_cm_id *clt_establish_r(struct clt *c, struct ib_cm_id *active,
 					u8 retries)
@@ -995,6 +1112,109 @@ static void clt_dreq_unknown_id(struct kunit *test)
 	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_TIMEWAIT_EXIT));
 
 	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/*
+ * The active side finds the stale connection (IBA 12.9.8.3.1): the
+ * passive id of a connection vanishes without its DREQ arriving, so the
+ * active one (a1) still holds the peer's QP 0x200. A new connection's REP
+ * from that QP is refused with REJ STALE_CONN: the new active id gets that
+ * REJ and goes through timewait, the passive one gets it too, and a1 is
+ * torn down with a DREQ (answered by the CM for the unknown comm ID).
+ */
+static void clt_stale_rep(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *a1, *p1, *a2, *p2;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &a1);
+	p1 = clt_establish(c, a1);
+	c->drop_kind = CM_MSG_DREQ;
+	c->drop_left = 1;
+	ib_destroy_cm_id(p1);
+	KUNIT_EXPECT_EQ(test, a1->state, IB_CM_ESTABLISHED);
+
+	a2 = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a2));
+	KUNIT_ASSERT_EQ(test, clt_connect(c, a2, CLT_SID), 0);
+	e = clt_wait_nth(c, NULL, IB_CM_REQ_RECEIVED, 2);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	p2 = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(p2), 0);
+
+	e = clt_wait(c, a2, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_STALE_CONN);
+	KUNIT_EXPECT_EQ(test, a2->state, IB_CM_TIMEWAIT);
+	KUNIT_EXPECT_EQ(test, clt_count(c, a2, IB_CM_REP_RECEIVED), 0);
+	e = clt_wait(c, p2, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_STALE_CONN);
+	/* the old connection: DREQ, the CM's DREP, timewait */
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, a1, IB_CM_DREP_RECEIVED));
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_DREQ), 2);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, a1, IB_CM_TIMEWAIT_EXIT));
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, a2, IB_CM_TIMEWAIT_EXIT));
+	/* the REQ was not resent after the REJ */
+	KUNIT_EXPECT_EQ(test, clt_sent(c, CM_MSG_REQ), 2);
+	KUNIT_EXPECT_EQ(test, clt_count(c, a2, IB_CM_REQ_ERROR), 0);
+
+	ib_destroy_cm_id(a2);
+	ib_destroy_cm_id(p2);
+	ib_destroy_cm_id(a1);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/*
+ * A REP from another QP (0x300), to another QP of ours (0x101), but with
+ * the comm ID of the peer of a connection still up (p1's): the peer must
+ * have forgotten that one. The REP is refused with REJ STALE_CONN and the
+ * old connection gets a DREQ.
+ */
+static void clt_stale_rep_comm_id(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *a1, *p1, *a2, *p2;
+	struct cm_rep rep;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &a1);
+	p1 = clt_establish(c, a1);
+	/* from another QP of ours: the passive side finds nothing stale */
+	a2 = ib_create_cm_id(&c->kd->ibdev, clt_handler, c);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(a2));
+	KUNIT_ASSERT_EQ(test, clt_connect_q(c, a2, CLT_SID, CLT_RESP, CLT_RESP,
+					    3, 0x101), 0);
+	e = clt_wait_nth(c, NULL, IB_CM_REQ_RECEIVED, 2);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	p2 = e->id;
+	c->capture_kind = CM_MSG_REP;
+	c->drop_kind = CM_MSG_REP;
+	c->drop_left = 1;
+	KUNIT_ASSERT_EQ(test, clt_accept_qpn(p2, 0x300), 0);
+	clt_captured(c, CM_MSG_REP, &rep);
+	KUNIT_EXPECT_TRUE(test, rep.local_comm_id == p2->local_id);
+	rep.local_comm_id = p1->local_id;
+	clt_inject(c, CM_MSG_REP, &rep, 1);
+
+	e = clt_wait(c, a2, IB_CM_REJ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_REJ_STALE_CONN);
+	KUNIT_EXPECT_EQ(test, a2->state, IB_CM_TIMEWAIT);
+	KUNIT_EXPECT_EQ(test, clt_count(c, a2, IB_CM_REP_RECEIVED), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, p1, IB_CM_DREQ_RECEIVED));
+	KUNIT_EXPECT_EQ(test, a1->state, IB_CM_DREQ_SENT);
+	KUNIT_EXPECT_EQ(test, ib_send_cm_drep(p1, NULL, 0), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, a1, IB_CM_DREP_RECEIVED));
+
+	ib_destroy_cm_id(a2);
+	ib_destroy_cm_id(p2);
+	ib_destroy_cm_id(a1);
+	ib_destroy_cm_id(p1);
 	ib_destroy_cm_id(listen);
 	clt_teardown(c);
 }
@@ -1360,6 +1580,129 @@ static void clt_lap_wrong_state(struct kunit *test)
 	clt_teardown(c);
 }
 
+/*
+ * A LAP naming a QP other than the receiver's (LAP:Remote QPN/EECN, IBA
+ * 12.8): the receiving CM answers APR "Invalid QPN/EECN" itself, its
+ * consumer never hears of it and nothing loads. The same LAP naming the
+ * right QP is then taken.
+ */
+static void clt_lap_wrong_qpn(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	struct cm_lap lap;
+	struct clt_ev *e;
+
+	clt_ids(c, &listen, &active);
+	passive = clt_establish(c, active);
+	c->capture_kind = CM_MSG_LAP;
+	c->drop_kind = CM_MSG_LAP;
+	c->drop_left = 1;
+	KUNIT_ASSERT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0), 0);
+	clt_captured(c, CM_MSG_LAP, &lap);
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(lap.remote_qpn_eecn), 0x200);
+	lap.remote_qpn_eecn = cpu_to_be32(0x201);
+	clt_inject(c, CM_MSG_LAP, &lap, 2);
+
+	e = clt_wait(c, active, IB_CM_APR_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	KUNIT_EXPECT_EQ(test, e->reason, IB_CM_APR_INVALID_QPN_EECN);
+	KUNIT_EXPECT_EQ(test, e->info_len, 0);
+	KUNIT_EXPECT_EQ(test, clt_count(c, passive, IB_CM_LAP_RECEIVED), 0);
+	KUNIT_EXPECT_EQ(test, passive->lap_state, IB_CM_LAP_IDLE);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+	clt_expect_no_alt(test, passive);
+	clt_expect_no_alt(test, active);
+
+	lap.remote_qpn_eecn = cpu_to_be32(0x200);
+	clt_inject(c, CM_MSG_LAP, &lap, 2);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_LAP_RECEIVED));
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
+/* @id's RTR address vector goes to @dlid from @port on SL 5, rate 6. */
+static void clt_expect_av(struct kunit *test, struct ib_cm_id *id, u16 dlid,
+			  u8 port)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
+	int mask = 0;
+
+	KUNIT_ASSERT_EQ(test, ib_cm_init_qp_attr(id, &attr, &mask), 0);
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_AV);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.dlid, dlid);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.sl, 5);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.static_rate, 6);
+	KUNIT_EXPECT_EQ(test, attr.ah_attr.port_num, port);
+}
+
+/*
+ * ib_cm_notify(): COMM_EST as ib_cm_establish(); PATH_MIG once a LAP/APR
+ * exchange gave an alternate path, which then is the primary one (RTR's
+ * address vector, RTS's ACK timeout) and no alternate path is left.
+ */
+static void clt_notify(struct kunit *test)
+{
+	struct clt *c = clt_setup(test);
+	struct ib_cm_id *listen, *active, *passive;
+	u8 timeout = clt_alt_timeout(c);
+	struct ib_qp_attr attr;
+	struct clt_ev *e;
+	int mask = 0;
+
+	clt_ids(c, &listen, &active);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_COMM_EST), -EINVAL);
+	KUNIT_ASSERT_EQ(test, clt_connect(c, active, CLT_SID), 0);
+	e = clt_wait(c, NULL, IB_CM_REQ_RECEIVED);
+	KUNIT_ASSERT_NOT_NULL(test, e);
+	passive = e->id;
+	KUNIT_ASSERT_EQ(test, clt_accept(passive), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_REP_RECEIVED));
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive, IB_EVENT_COMM_EST), 0);
+	KUNIT_EXPECT_NOT_NULL(test, clt_wait(c, passive, IB_CM_USER_ESTABLISHED));
+	KUNIT_EXPECT_EQ(test, passive->state, IB_CM_ESTABLISHED);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_rtu(active, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_SQ_DRAINED), -EINVAL);
+	/* no alternate path yet */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+
+	KUNIT_ASSERT_NOT_NULL(test, clt_lap(c, active, passive));
+	/* not while the exchange is under way, on either side */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive, IB_EVENT_PATH_MIG), -EINVAL);
+	KUNIT_ASSERT_EQ(test, ib_send_cm_apr(passive, IB_CM_APR_SUCCESS, NULL, 0,
+					     NULL, 0), 0);
+	KUNIT_ASSERT_NOT_NULL(test, clt_wait(c, active, IB_CM_APR_RECEIVED));
+	clt_expect_alt(test, active, KTEST_LID(2), 1, timeout);
+
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), 0);
+	KUNIT_EXPECT_EQ(test, active->state, IB_CM_ESTABLISHED);
+	KUNIT_EXPECT_EQ(test, active->lap_state, IB_CM_LAP_IDLE);
+	clt_expect_av(test, active, KTEST_LID(2), 1);
+	KUNIT_ASSERT_EQ(test, clt_rts(active, &attr, &mask), 0);
+	KUNIT_EXPECT_FALSE(test, mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE));
+	KUNIT_EXPECT_TRUE(test, mask & IB_QP_TIMEOUT);
+	KUNIT_EXPECT_EQ(test, attr.timeout, timeout);
+	/* nothing left to migrate to */
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(active, IB_EVENT_PATH_MIG), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, ib_cm_notify(passive, IB_EVENT_PATH_MIG), 0);
+	clt_expect_av(test, passive, KTEST_LID(1), 2);
+	clt_expect_no_alt(test, passive);
+	/* a new LAP may give another alternate path */
+	KUNIT_EXPECT_EQ(test, ib_send_cm_lap(active, &clt_alt_path, NULL, 0), 0);
+
+	ib_destroy_cm_id(active);
+	ib_destroy_cm_id(passive);
+	ib_destroy_cm_id(listen);
+	clt_teardown(c);
+}
+
 static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_full_exchange),
 	KUNIT_CASE(clt_rej_unknown_service),
@@ -1375,7 +1718,10 @@ static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_sidr_unknown_service),
 	KUNIT_CASE(clt_sidr_timeout),
 	KUNIT_CASE(clt_sidr_duplicate),
+	KUNIT_CASE(clt_sidr_repeat_after_reply),
 	KUNIT_CASE(clt_stale_conn),
+	KUNIT_CASE(clt_stale_rep),
+	KUNIT_CASE(clt_stale_rep_comm_id),
 	KUNIT_CASE(clt_dreq_unknown_id),
 	KUNIT_CASE(clt_lap_accepted),
 	KUNIT_CASE(clt_lap_rejected),
@@ -1383,6 +1729,8 @@ static struct kunit_case cm_loop_cases[] = {
 	KUNIT_CASE(clt_lap_mra),
 	KUNIT_CASE(clt_lap_duplicate),
 	KUNIT_CASE(clt_lap_wrong_state),
+	KUNIT_CASE(clt_lap_wrong_qpn),
+	KUNIT_CASE(clt_notify),
 	{}
 };
 

@@ -66,6 +66,15 @@ static const struct cm_row cm_conn_rows[IB_CM_STATE_COUNT][CM_IN_COUNT] = {
 	/* Active side, waiting for the REP. */
 	CM_T(REQ_SENT, RECV_REP, REP_RCVD, EV(REP_RECEIVED), CM_DO_CANCEL),
 	CM_T(REQ_SENT, RECV_MRA_REQ, MRA_REQ_RCVD, EV(MRA_RECEIVED), CM_DO_MRA_WAIT),
+	/*
+	 * IBA 12.9.8.3.1: a REP from a QP (or comm ID) of the peer that another
+	 * connection of ours holds: abort with REJ STALE_CONN. The consumer
+	 * gets that REJ as IB_CM_REJ_RECEIVED and the id waits out timewait,
+	 * where a 6.1 active id ends one REQ timeout later (the peer's
+	 * timewait answers its resent REQ with REJ STALE_CONN).
+	 */
+	CM_TR(REQ_SENT, RECV_REP_STALE, TIMEWAIT, EV(REJ_RECEIVED),
+	      CM_DO_CANCEL | CM_DO_TIMEWAIT, STALE_CONN),
 	CM_T(REQ_SENT, RECV_REJ, IDLE, EV(REJ_RECEIVED), CM_DO_CANCEL),
 	CM_T(REQ_SENT, RECV_REJ_STALE, TIMEWAIT, EV(REJ_RECEIVED),
 	     CM_DO_CANCEL | CM_DO_TIMEWAIT),
@@ -74,6 +83,8 @@ static const struct cm_row cm_conn_rows[IB_CM_STATE_COUNT][CM_IN_COUNT] = {
 
 	CM_T(MRA_REQ_RCVD, RECV_REP, REP_RCVD, EV(REP_RECEIVED), CM_DO_CANCEL),
 	CM_T(MRA_REQ_RCVD, RECV_MRA_REQ, MRA_REQ_RCVD, NOEV, CM_DO_MRA_WAIT),
+	CM_TR(MRA_REQ_RCVD, RECV_REP_STALE, TIMEWAIT, EV(REJ_RECEIVED),
+	      CM_DO_CANCEL | CM_DO_TIMEWAIT, STALE_CONN),
 	CM_T(MRA_REQ_RCVD, RECV_REJ, IDLE, EV(REJ_RECEIVED), CM_DO_CANCEL),
 	CM_T(MRA_REQ_RCVD, RECV_REJ_STALE, TIMEWAIT, EV(REJ_RECEIVED),
 	     CM_DO_CANCEL | CM_DO_TIMEWAIT),
@@ -235,6 +246,7 @@ static const char *const cm_input_names[CM_IN_COUNT] = {
 	[CM_IN_RECV_MRA_REP] = "RECV_MRA_REP",
 	[CM_IN_RECV_MRA_LAP] = "RECV_MRA_LAP",
 	[CM_IN_RECV_REP] = "RECV_REP",
+	[CM_IN_RECV_REP_STALE] = "RECV_REP_STALE",
 	[CM_IN_RECV_RTU] = "RECV_RTU",
 	[CM_IN_RECV_REJ] = "RECV_REJ",
 	[CM_IN_RECV_REJ_STALE] = "RECV_REJ_STALE",

@@ -243,9 +243,10 @@ static const u64 cm_legal_calls[IB_CM_STATE_COUNT] = {
 /* The messages and timers that do something in each state (LAP idle). */
 static const u64 cm_heeded_inputs[IB_CM_STATE_COUNT] = {
 	[IB_CM_LISTEN] = B(RECV_REQ) | B(RECV_SIDR_REQ),
-	[IB_CM_REQ_SENT] = B(RECV_REP) | B(RECV_MRA_REQ) | B(RECV_REJ) |
-			   B(RECV_REJ_STALE) | B(TIMEOUT),
-	[IB_CM_MRA_REQ_RCVD] = B(RECV_REP) | B(RECV_MRA_REQ) | B(RECV_REJ) |
+	[IB_CM_REQ_SENT] = B(RECV_REP) | B(RECV_REP_STALE) | B(RECV_MRA_REQ) |
+			   B(RECV_REJ) | B(RECV_REJ_STALE) | B(TIMEOUT),
+	[IB_CM_MRA_REQ_RCVD] = B(RECV_REP) | B(RECV_REP_STALE) |
+			       B(RECV_MRA_REQ) | B(RECV_REJ) |
 			       B(RECV_REJ_STALE) | B(TIMEOUT),
 	[IB_CM_REQ_RCVD] = B(RECV_REJ),
 	[IB_CM_MRA_REQ_SENT] = B(RECV_REQ) | B(RECV_REJ),
@@ -354,6 +355,11 @@ static void cm_stale(struct kunit *test)
 		  CM_DO_CANCEL | CM_DO_TIMEWAIT },
 		{ S(MRA_REP_RCVD), L0, I(RECV_REJ_STALE), S(TIMEWAIT), L0, E(REJ_RECEIVED),
 		  CM_DO_CANCEL | CM_DO_TIMEWAIT },
+		/* the active side finds it in the REP (12.9.8.3.1): REJ, abort */
+		{ S(REQ_SENT), L0, I(RECV_REP_STALE), S(TIMEWAIT), L0, E(REJ_RECEIVED),
+		  CM_DO_CANCEL | CM_DO_TIMEWAIT | CM_DO_SEND_REJ, IB_CM_REJ_STALE_CONN },
+		{ S(MRA_REQ_RCVD), L0, I(RECV_REP_STALE), S(TIMEWAIT), L0, E(REJ_RECEIVED),
+		  CM_DO_CANCEL | CM_DO_TIMEWAIT | CM_DO_SEND_REJ, IB_CM_REJ_STALE_CONN },
 	};
 	struct cm_req_match m = {};
 	u8 why = 0xff;

@@ -811,14 +811,10 @@ static int ucm_cmd_notify(struct ucm_ctx *ctx, const void *in)
 {
 	const struct ib_ucm_notify *cmd = in;
 
-	switch (cmd->event) {
-	case IB_EVENT_COMM_EST:
-		return ib_cm_establish(ctx->cm_id);
-	case IB_EVENT_PATH_MIG:
-		return -EOPNOTSUPP;	/* path migration is not carried out */
-	default:
+	/* the two events ib_cm_notify() takes; anything else is EINVAL */
+	if (cmd->event != IB_EVENT_COMM_EST && cmd->event != IB_EVENT_PATH_MIG)
 		return -EINVAL;
-	}
+	return ib_cm_notify(ctx->cm_id, cmd->event);
 }
 
 static int ucm_cmd_send_req(struct ucm_ctx *ctx, const void *in)
