@@ -215,6 +215,33 @@ enum ib_event_type {
  */
 const char *ib_event_msg(enum ib_event_type event);
 
+/**
+ * ib_event_is_port_change() - whether a port event changes what a port's
+ *	users learnt from the SM
+ * @type: the event
+ *
+ * The port going up or down, its LID, P_Key table or SM changing, or the
+ * SM asking its clients to register again: after each, whoever caches
+ * the port's attributes, paths or memberships (the caches, the SA
+ * client, IPoIB) looks again.
+ *
+ * Return: true for those six events.
+ */
+static inline bool ib_event_is_port_change(enum ib_event_type type)
+{
+	switch (type) {
+	case IB_EVENT_PORT_ACTIVE:
+	case IB_EVENT_PORT_ERR:
+	case IB_EVENT_LID_CHANGE:
+	case IB_EVENT_PKEY_CHANGE:
+	case IB_EVENT_SM_CHANGE:
+	case IB_EVENT_CLIENT_REREGISTER:
+		return true;
+	default:
+		return false;
+	}
+}
+
 struct ib_device;
 struct ib_cq;
 struct ib_qp;

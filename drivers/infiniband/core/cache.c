@@ -166,18 +166,7 @@ static void ib_cache_refresh_work(struct work_struct *work)
 
 static bool ib_cache_event_matters(enum ib_event_type type)
 {
-	switch (type) {
-	case IB_EVENT_PORT_ACTIVE:
-	case IB_EVENT_PORT_ERR:
-	case IB_EVENT_LID_CHANGE:
-	case IB_EVENT_PKEY_CHANGE:
-	case IB_EVENT_SM_CHANGE:
-	case IB_EVENT_CLIENT_REREGISTER:
-	case IB_EVENT_GID_CHANGE:
-		return true;
-	default:
-		return false;
-	}
+	return ib_event_is_port_change(type) || type == IB_EVENT_GID_CHANGE;
 }
 
 /* Event handler: any context, so only queue the refresh. */

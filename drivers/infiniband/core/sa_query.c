@@ -225,18 +225,8 @@ static void sa_port_event(struct ib_event_handler *handler,
 	struct sa_device *sa = container_of(handler, struct sa_device, events);
 	int idx;
 
-	switch (event->event) {
-	case IB_EVENT_PORT_ACTIVE:
-	case IB_EVENT_PORT_ERR:
-	case IB_EVENT_LID_CHANGE:
-	case IB_EVENT_PKEY_CHANGE:
-	case IB_EVENT_SM_CHANGE:
-	case IB_EVENT_CLIENT_REREGISTER:
-		break;
-	default:
+	if (!ib_event_is_port_change(event->event))
 		return;
-	}
-
 	idx = event->element.port_num - sa->first_port;
 	if (idx >= 0 && idx < sa->nports)
 		schedule_work(&sa->ports[idx].refresh);

@@ -233,6 +233,16 @@ void ipoib_ib_down(struct ipoib_dev *priv);
 int ipoib_set_qkey(struct ipoib_dev *priv, u32 qkey);
 int ipoib_post_send(struct ipoib_dev *priv, struct sk_buff *skb,
 		    struct ipoib_ah *ah, u32 qpn);
+void ipoib_send_and_put(struct ipoib_dev *priv, struct sk_buff *skb,
+			struct ipoib_ah *ah, u32 qpn);
+
+/* A packet the interface will not send: counted and freed. */
+static inline void ipoib_tx_drop(struct ipoib_dev *priv, struct sk_buff *skb)
+{
+	priv->dev->stats.tx_dropped++;
+	dev_kfree_skb_any(skb);
+}
+
 int ipoib_napi_poll(struct napi_struct *napi, int budget);
 
 /* ipoib_ah helpers (ipoib_ib.c) */

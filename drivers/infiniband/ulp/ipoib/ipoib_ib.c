@@ -420,10 +420,8 @@ int ipoib_post_send(struct ipoib_dev *priv, struct sk_buff *skb,
 	dma_addr_t map;
 	int ret;
 
-	if (skb->len > priv->mcast_mtu + 0U || skb->len > priv->max_ib_mtu + 0U) {
-		priv->dev->stats.tx_dropped++;
+	if (skb->len > priv->mcast_mtu + 0U || skb->len > priv->max_ib_mtu + 0U)
 		return -EMSGSIZE;
-	}
 	if (ipoib_tx_outstanding(priv) >= priv->tx_size) {
 		netif_stop_queue(priv->dev);
 		return -ENOBUFS;
@@ -468,6 +466,24 @@ int ipoib_post_send(struct ipoib_dev *priv, struct sk_buff *skb,
 			netif_wake_queue(priv->dev);
 	}
 	return 0;
+}
+
+/**
+ * ipoib_send_and_put() - send @skb through @ah and drop the caller's @ah
+ * @priv: the interface
+ * @skb: the packet; the ring owns it from here, or it is freed
+ * @ah: the destination's handle, a reference the caller holds
+ * @qpn: the destination QPN (IB_MULTICAST_QPN for a group)
+ *
+ * The end of both transmit paths (a group's, a path's) once the lock is
+ * dropped: a packet that cannot be posted counts as dropped. Never sleeps.
+ */
+void ipoib_send_and_put(struct ipoib_dev *priv, struct sk_buff *skb,
+			struct ipoib_ah *ah, u32 qpn)
+{
+	if (ipoib_post_send(priv, skb, ah, qpn))
+		ipoib_tx_drop(priv, skb);
+	ipoib_ah_put(ah);
 }
 
 /* --- polling ---------------------------------------------------------------- */

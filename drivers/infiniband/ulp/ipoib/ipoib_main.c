@@ -227,18 +227,8 @@ static void ipoib_event(struct ib_event_handler *handler, struct ib_event *event
 {
 	struct ipoib_dev *priv = container_of(handler, struct ipoib_dev, event_handler);
 
-	switch (event->event) {
-	case IB_EVENT_PORT_ACTIVE:
-	case IB_EVENT_PORT_ERR:
-	case IB_EVENT_LID_CHANGE:
-	case IB_EVENT_PKEY_CHANGE:
-	case IB_EVENT_SM_CHANGE:
-	case IB_EVENT_CLIENT_REREGISTER:
-		break;
-	default:
-		return;
-	}
-	if (event->element.port_num != priv->port)
+	if (!ib_event_is_port_change(event->event) ||
+	    event->element.port_num != priv->port)
 		return;
 	set_bit(event->event, &priv->pending_events);
 	if (event->event == IB_EVENT_PORT_ERR)

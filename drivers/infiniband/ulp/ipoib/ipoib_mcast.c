@@ -552,18 +552,12 @@ netdev_tx_t ipoib_mcast_send(struct ipoib_dev *priv, const u8 *hwaddr,
 		mod_delayed_work(priv->wq, &priv->mcast_task, 0);
 	spin_unlock_bh(&priv->lock);
 
-	if (ah) {
-		if (ipoib_post_send(priv, skb, ah, IB_MULTICAST_QPN)) {
-			priv->dev->stats.tx_dropped++;
-			dev_kfree_skb_any(skb);
-		}
-		ipoib_ah_put(ah);
-	}
+	if (ah)
+		ipoib_send_and_put(priv, skb, ah, IB_MULTICAST_QPN);
 	return NETDEV_TX_OK;
 
 drop:
 	spin_unlock_bh(&priv->lock);
-	priv->dev->stats.tx_dropped++;
-	dev_kfree_skb_any(skb);
+	ipoib_tx_drop(priv, skb);
 	return NETDEV_TX_OK;
 }

@@ -257,18 +257,12 @@ netdev_tx_t ipoib_unicast_send(struct ipoib_dev *priv, const u8 *hwaddr,
 		queue_work(priv->wq, &priv->path_task);
 	spin_unlock_bh(&priv->lock);
 
-	if (ah) {
-		if (ipoib_post_send(priv, skb, ah, ipoib_hwaddr_qpn(hwaddr))) {
-			priv->dev->stats.tx_dropped++;
-			dev_kfree_skb_any(skb);
-		}
-		ipoib_ah_put(ah);
-	}
+	if (ah)
+		ipoib_send_and_put(priv, skb, ah, ipoib_hwaddr_qpn(hwaddr));
 	return NETDEV_TX_OK;
 
 drop:
 	spin_unlock_bh(&priv->lock);
-	priv->dev->stats.tx_dropped++;
-	dev_kfree_skb_any(skb);
+	ipoib_tx_drop(priv, skb);
 	return NETDEV_TX_OK;
 }
