@@ -310,22 +310,13 @@ void uverbs_event_handler(struct ib_event_handler *handler,
 	struct uverbs_file *file =
 		container_of(handler, struct uverbs_file, event_handler);
 
-	switch (event->event) {
-	case IB_EVENT_PORT_ACTIVE:
-	case IB_EVENT_PORT_ERR:
-	case IB_EVENT_LID_CHANGE:
-	case IB_EVENT_PKEY_CHANGE:
-	case IB_EVENT_SM_CHANGE:
-	case IB_EVENT_CLIENT_REREGISTER:
-	case IB_EVENT_GID_CHANGE:
-	case IB_EVENT_DEVICE_FATAL:
-		/* @async is set before the handler is registered. */
-		uverbs_event_queue(file->async, event->element.port_num,
-				   event->event, NULL, NULL);
-		break;
-	default:
-		break;
-	}
+	if (!ib_event_is_port_change(event->event) &&
+	    event->event != IB_EVENT_GID_CHANGE &&
+	    event->event != IB_EVENT_DEVICE_FATAL)
+		return;
+	/* @async is set before the handler is registered. */
+	uverbs_event_queue(file->async, event->element.port_num, event->event,
+			   NULL, NULL);
 }
 
 /**
