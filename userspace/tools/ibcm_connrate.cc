@@ -44,6 +44,31 @@ std::optional<RcQp> new_qp(ibv_context *ctx, const Config &c)
 	return RcQp(ctx, c.port, 4, 64, 1);
 }
 
+// Sends connection `i`'s REQ on `conn`, for `qp` or, with --no-qp, a
+// made-up QPN.
+void send_req(ConnectionId &conn, const std::optional<RcQp> &qp, std::uint64_t i, const Config &c,
+	      const Args &args, const PathRecord &path)
+{
+	ReqParams req;
+	req.service_id = c.sid;
+	req.qpn = qp ? qp->qpn() : static_cast<std::uint32_t>((0x400 + i) & 0xffffff);
+	req.psn = random_psn();
+	req.primary_path = path;
+	apply_cm_options(args, req);
+	conn.connect(req);
+}
+
+// The active side's answer to a REP: its QP (if any) to RTS, then the RTU.
+void answer_rep(ConnectionId &conn, std::optional<RcQp> &qp)
+{
+	if (qp) {
+		qp->modify(conn, IBV_QPS_INIT);
+		qp->modify(conn, IBV_QPS_RTR);
+		qp->modify(conn, IBV_QPS_RTS);
+	}
+	conn.rtu();
+}
+
 void report(const char *who, std::uint64_t n, steady_clock::duration d)
 {
 	const double s = duration<double>(d).count();
@@ -128,13 +153,7 @@ int run_client(const Config &c, const Args &args)
 	for (std::uint64_t i = 0; i < c.count; i++) {
 		std::optional<RcQp> qp = new_qp(ctx.get(), c);
 		ConnectionId conn = cm.create_id();
-		ReqParams req;
-		req.service_id = c.sid;
-		req.qpn = qp ? qp->qpn() : static_cast<std::uint32_t>((0x400 + i) & 0xffffff);
-		req.psn = random_psn();
-		req.primary_path = path;
-		apply_cm_options(args, req);
-		conn.connect(req);
+		send_req(conn, qp, i, c, args, path);
 		try {
 			wait_for<RepReceived>(cm, conn.handle(), c.timeout);
 		} catch (const CmEventError &e) {
@@ -142,12 +161,7 @@ int run_client(const Config &c, const Args &args)
 				    static_cast<unsigned long long>(i), e.what());
 			return kCmFailed;
 		}
-		if (qp) {
-			qp->modify(conn, IBV_QPS_INIT);
-			qp->modify(conn, IBV_QPS_RTR);
-			qp->modify(conn, IBV_QPS_RTS);
-		}
-		conn.rtu();
+		answer_rep(conn, qp);
 		conn.disconnect();
 		wait_for<DrepReceived>(cm, conn.handle(), c.timeout);
 		// conn is destroyed in timewait; the kernel finishes it.
@@ -174,13 +188,7 @@ int run_client_concurrent(const Config &c, const Args &args)
 	const auto t0 = steady_clock::now();
 	for (std::uint64_t i = 0; i < c.count; i++) {
 		Conn conn{cm.create_id(), new_qp(ctx.get(), c), i};
-		ReqParams req;
-		req.service_id = c.sid;
-		req.qpn = conn.qp ? conn.qp->qpn() : static_cast<std::uint32_t>((0x400 + i) & 0xffffff);
-		req.psn = random_psn();
-		req.primary_path = path;
-		apply_cm_options(args, req);
-		conn.id.connect(req);
+		send_req(conn.id, conn.qp, i, c, args, path);
 		const std::uint32_t h = conn.id.handle();
 		conns.emplace(h, std::move(conn));
 	}
@@ -207,15 +215,7 @@ int run_client_concurrent(const Config &c, const Args &args)
 		return true;
 	};
 	const bool established = collect([](const Event &e) { return std::holds_alternative<RepReceived>(e); },
-					 [](Conn &k) {
-						 if (k.qp) {
-							 k.qp->modify(k.id, IBV_QPS_INIT);
-							 k.qp->modify(k.id, IBV_QPS_RTR);
-							 k.qp->modify(k.id, IBV_QPS_RTS);
-						 }
-						 k.id.rtu();
-					 },
-					 "established");
+					 [](Conn &k) { answer_rep(k.id, k.qp); }, "established");
 	if (!established)
 		return kCmFailed;
 	for (auto &[h, k] : conns)
