@@ -108,11 +108,15 @@ std::string next_to_binary(const char *rel)
 	const fs::path p(rel);
 	if (p.is_absolute())
 		return p.string();
-	std::error_code ec;
-	const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-	if (ec)
-		throw std::runtime_error(std::string("next_to_binary: /proc/self/exe: ") + ec.message());
-	return (self.parent_path() / p).lexically_normal().string();
+	// The binary does not move while it runs: read its link once.
+	static const fs::path dir = [] {
+		std::error_code ec;
+		const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+		if (ec)
+			throw std::runtime_error(std::string("next_to_binary: /proc/self/exe: ") + ec.message());
+		return self.parent_path();
+	}();
+	return (dir / p).lexically_normal().string();
 }
 
 }  // namespace iblab
