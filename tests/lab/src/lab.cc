@@ -589,6 +589,8 @@ void Lab::start()
 			opts_.machine = e;
 	if (opts_.machine.empty())
 		opts_.machine = "pc";
+	if (const char *e = std::getenv("IBLAB_CMDLINE"); e && *e)
+		opts_.extra_cmdline += (opts_.extra_cmdline.empty() ? "" : " ") + std::string(e);
 	if (opts_.machine != "pc" && opts_.machine != "q35")
 		throw std::runtime_error("machine type '" + opts_.machine + "': the lab knows pc and q35");
 	kernel_version_ = k.version;

@@ -9,6 +9,8 @@
 //   IBLAB_KERNEL     guest kernel version (default: newest /boot/vmlinuz-6.1.*)
 //   IBLAB_KERNEL_DIR a kernel of the lab's own instead of the host's (the
 //                    debug kernel: <dir>/boot/vmlinuz-*, <dir>/lib/modules/*)
+//   IBLAB_CMDLINE    words added to every guest's kernel command line (the
+//                    debug lane's boot options)
 //   IBLAB_BUILD_DIR  build directory; runs go to <build>/lab/<run-id>
 #pragma once
 
