@@ -27,6 +27,10 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 export CCACHE_MAXSIZE := 4G
 LAUNCHER = $(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# Kbuild's compiles too: Debian's headers put ccache in front of gcc-12 when
+# DEBIAN_KERNEL_USE_CCACHE is set; the debug kernel's tree takes CC.
+KBUILD_CCACHE = $(if $(CCACHE),DEBIAN_KERNEL_USE_CCACHE=1)
+KBUILD_CCACHE_DEBUG = $(if $(CCACHE),CC="ccache gcc")
 SHELL := /bin/bash
 
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit bench-scale \
@@ -64,7 +68,7 @@ MODULES_DIR = $(BUILD)/modules
 
 modules:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run .ci/deps"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_CCACHE) modules
 	@rm -rf $(MODULES_DIR)/ibstack && mkdir -p $(MODULES_DIR)/ibstack && \
 	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ibstack/ \; && \
 	  echo "modules: $$(ls $(MODULES_DIR)/ibstack | tr '\n' ' ')-> $(MODULES_DIR)/ibstack"
@@ -72,7 +76,7 @@ modules:
 # The test modules (tests/kmod) link against our modules' symbols. They go
 # into $(MODULES_DIR) beside ours, for the lab, but are not installed.
 test-modules: modules
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod \
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod $(KBUILD_CCACHE) \
 		KBUILD_EXTRA_SYMBOLS=$(CURDIR)/Module.symvers modules
 	@rm -rf $(MODULES_DIR)/tests && mkdir -p $(MODULES_DIR)/tests && \
 	  find tests/kmod -name '*.ko' -exec cp {} $(MODULES_DIR)/tests/ \; && \
@@ -150,8 +154,8 @@ define debug_modules
 	  if [ "$$(cat $(1)/.files 2>/dev/null)" != "$$sum" ]; then \
 	    rm -rf $(1) && mkdir -p $(1) && echo "$$sum" > $(1)/.files; fi; \
 	  cp -u --parents -p $$files $(1)/
-	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1) $(3) modules
-	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1)/tests/kmod \
+	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1) $(KBUILD_CCACHE_DEBUG) $(3) modules
+	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1)/tests/kmod $(KBUILD_CCACHE_DEBUG) \
 		KBUILD_EXTRA_SYMBOLS=$(1)/Module.symvers $(3) modules
 	@rm -rf $(2) && mkdir -p $(2) && \
 	  for m in $$(sed 's/\.o$$/.ko/' $(1)/modules.order $(1)/tests/kmod/modules.order); do \
