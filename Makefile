@@ -36,7 +36,8 @@ SHELL := /bin/bash
 .PHONY: all modules test-modules modules_install cpp qemu deps check check-unit bench-scale \
 	check-vm check-lint check-checkpatch check-sparse check-kunit check-tests \
 	checkpatch demo clean help asan check-asan check-fuzz fuzz \
-	debug-kernel modules-debug modules-debug-broken reload-campaign
+	debug-kernel modules-debug modules-debug-broken modules-debug-locked \
+	modules-debug-broken-locked reload-campaign
 
 all: modules test-modules cpp
 
@@ -130,7 +131,13 @@ deps:
 DEBUG_KERNEL = $(BUILD)/debug-kernel
 MODULES_DEBUG_DIR = $(BUILD)/modules-debug
 CANARY_DEBUG_DIR = $(BUILD)/canary-debug
-DEBUG_SRC = $(BUILD)/debug-src
+# The sources are built in one directory of the cache, the same path for
+# every clone: ccache hashes the paths on Kbuild's compile lines (its cwd is
+# the kernel tree, outside the clone, so CCACHE_BASEDIR cannot make them
+# relative), and with the clone's path in them a fresh clone missed every
+# object. A lock keeps two clones (or worktrees) from building there at once.
+KBUILD_DEBUG = $(CACHE)/kbuild-debug
+DEBUG_SRC = $(KBUILD_DEBUG)/src
 
 debug-kernel:
 	@mkdir -p $(BUILD)
@@ -140,8 +147,8 @@ debug-kernel:
 	  for d in $(CACHE)/debug-kernel-*/; do d=$${d%/}; \
 	    [ "$$d" = "$$dir" ] || [ -e "$$d/.complete" ] || flock -n "$$d.lock" rm -rf "$$d"; done
 
-# Sources are copied with cp -u (Kbuild rebuilds what changed); a file
-# added or removed starts the copy afresh, so no stale module is built. Our
+# The sources are copied afresh for each build (no stale object or module
+# can survive; ccache makes the rebuild of unchanged files cheap). Our
 # modules and then the test modules of tests/kmod (against our symbols) are
 # built as `make modules test-modules` builds them for the stock kernel, and
 # collected into build/modules-debug; the lane canary goes to
@@ -150,10 +157,7 @@ debug-kernel:
 define debug_modules
 	@set -e; files=$$(find Kbuild drivers include tests/kmod -type f \
 	    \( -name '*.[chS]' ! -name '*.mod.c' -o -name Kbuild -o -name Makefile \) | sort); \
-	  sum=$$(echo "$$files" | sha256sum | cut -c1-16); \
-	  if [ "$$(cat $(1)/.files 2>/dev/null)" != "$$sum" ]; then \
-	    rm -rf $(1) && mkdir -p $(1) && echo "$$sum" > $(1)/.files; fi; \
-	  cp -u --parents -p $$files $(1)/
+	  rm -rf $(1) && mkdir -p $(1) && cp --parents -p $$files $(1)/
 	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1) $(KBUILD_CCACHE_DEBUG) $(3) modules
 	+$(MAKE) -C $(DEBUG_KERNEL)/src M=$(1)/tests/kmod $(KBUILD_CCACHE_DEBUG) \
 		KBUILD_EXTRA_SYMBOLS=$(1)/Module.symvers $(3) modules
@@ -172,16 +176,24 @@ endef
 # (a stage of make check) builds it after the real set, so that the ctest
 # test has it.
 MODULES_DEBUG_BROKEN_DIR = $(BUILD)/modules-debug-broken
-DEBUG_SRC_BROKEN = $(BUILD)/debug-src-broken
+DEBUG_SRC_BROKEN = $(KBUILD_DEBUG)/src-broken
 
 modules-debug: debug-kernel
+	@mkdir -p $(CACHE)
+	+flock $(KBUILD_DEBUG).lock $(MAKE) --no-print-directory modules-debug-locked
+
+modules-debug-locked:
 	$(call debug_modules,$(DEBUG_SRC),$(MODULES_DEBUG_DIR))
 	@rm -rf $(CANARY_DEBUG_DIR) && mkdir -p $(CANARY_DEBUG_DIR) && \
 	  cp $(DEBUG_SRC)/tests/kmod/lane_canary/lane_canary.ko $(CANARY_DEBUG_DIR)/ && \
 	  echo "canary: -> $(CANARY_DEBUG_DIR)"
-	+$(MAKE) --no-print-directory modules-debug-broken
+	+$(MAKE) --no-print-directory modules-debug-broken-locked
 
 modules-debug-broken: debug-kernel
+	@mkdir -p $(CACHE)
+	+flock $(KBUILD_DEBUG).lock $(MAKE) --no-print-directory modules-debug-broken-locked
+
+modules-debug-broken-locked:
 	$(call debug_modules,$(DEBUG_SRC_BROKEN),$(MODULES_DEBUG_BROKEN_DIR),KCFLAGS=-DIB_MAD_TEST_BREAK_AGENT_REF)
 
 # --- tests -----------------------------------------------------------------
