@@ -201,9 +201,12 @@ modules-debug-broken-locked:
 # its log in build/check/, and ends with one line "N passed, N failed" over
 # the KUnit cases, the lint stages and every ctest test. deps, all, qemu,
 # debug-kernel and modules-debug build what the others need; the later
-# stages all run even when one fails.
-CHECK_STAGES = deps all qemu debug-kernel modules-debug check-checkpatch check-sparse check-kunit \
-	check-tests check-asan check-fuzz
+# stages all run even when one fails. The bg: stages run under nice 19
+# beside check-tests (tests/check.sh): only those without a time limit, as
+# a niced stage can wait long for the CPU (KUnit's run and the unit tests
+# have timeouts, the fuzzers a fixed time).
+CHECK_STAGES = deps all qemu debug-kernel modules-debug bg:check-checkpatch bg:check-sparse \
+	check-tests check-kunit check-asan check-fuzz
 
 check:
 	@tests/check.sh $(BUILD) $(CHECK_STAGES)
@@ -214,8 +217,11 @@ check-checkpatch: checkpatch
 
 # Sparse (C=2) and W=1 over our modules and the test modules: any warning
 # or error line fails the stage.
+# Its modules are collected apart (MODULES_DIR): make check runs it beside
+# the VM tests, which load build/modules.
 check-sparse:
-	@mkdir -p $(BUILD); set -o pipefail; $(MAKE) --no-print-directory modules test-modules C=2 W=1 2>&1 | \
+	@mkdir -p $(BUILD); set -o pipefail; $(MAKE) --no-print-directory modules test-modules C=2 W=1 \
+	  MODULES_DIR=$(BUILD)/modules-sparse 2>&1 | \
 	  tee $(BUILD)/sparse.log
 	@if grep -E '(warning|error):' $(BUILD)/sparse.log; then \
 	  echo "check-sparse: the lines above fail the lint"; exit 1; fi

@@ -7,6 +7,13 @@
 # need: if one of those fails, the run stops. Every other stage runs even when an earlier
 # one failed, so one failure does not hide the others.
 #
+# A stage written bg:<target> runs in the background, under nice 19, from the
+# start of the next foreground stage on: the lint stages use the CPU the VM
+# tests leave idle (their guests wait on the fabric and on each other)
+# instead of taking a minute of their own. The
+# background stages run one after the other; their logs are printed, and
+# their results counted, once they and the foreground are done.
+#
 # It ends with the benchmarks, the stage times and one line
 #   N passed, N failed[, N skipped]
 # that counts the KUnit cases, each lint stage as one test, and every ctest
@@ -62,17 +69,56 @@ count_stage() {
 	echo "$p $f $s"
 }
 
+# make's arguments for a stage. The stages that build kernel modules run
+# make with -j: Kbuild gets its jobs from the jobserver (the sub-makes pass
+# it on).
+stage_make_args() {
+	case $1 in
+	all|modules-debug|check-sparse) echo "-j ${JOBS:-$(nproc)}" ;;
+	esac
+}
+
+# The background chain: each stage's log in $out/<stage>.log, its exit
+# status and seconds in $out/<stage>.result.
+bg=() bg_pid=
+run_bg_chain() {
+	local stage t0
+	for stage in "${bg[@]}"; do
+		t0=$(date +%s)
+		# shellcheck disable=SC2046
+		nice -n 19 make --no-print-directory $(stage_make_args "$stage") "$stage" >"$out/$stage.log" 2>&1
+		echo "$? $(( $(date +%s) - t0 ))" >"$out/$stage.result"
+	done
+}
+
+# Adds a finished counted stage to the totals and the table.
+record_stage() {
+	local stage=$1 rc=$2 secs=$3 note=${4:-} p f s status
+	read -r p f s < <(count_stage "$stage" "$rc" "$out/$stage.log")
+	passed=$(( passed + p )) failed=$(( failed + f )) skipped=$(( skipped + s ))
+	status="$p passed, $f failed"
+	[ "$s" -gt 0 ] && status+=", $s skipped"
+	[ "$rc" -ne 0 ] && status+=" (exit $rc)"
+	table+=("$(printf '%-22s %6ss  %s%s' "$stage" "$secs" "$status" "$note")")
+}
+
 for stage in "$@"; do
+	case $stage in
+	bg:*)
+		bg+=("${stage#bg:}")
+		continue
+		;;
+	esac
+	if [ ${#bg[@]} -gt 0 ] && [ -z "$bg_pid" ]; then
+		echo "=== stages in the background (nice 19): ${bg[*]} ==="
+		run_bg_chain &
+		bg_pid=$!
+	fi
 	log=$out/$stage.log
 	echo "=== stage $stage ==="
 	t0=$(date +%s)
-	# The stages that build kernel modules run make with -j: Kbuild gets
-	# its jobs from the jobserver (the sub-makes pass it on).
-	jobs=()
-	case $stage in
-	all|modules-debug|check-sparse) jobs=(-j "${JOBS:-$(nproc)}") ;;
-	esac
-	make --no-print-directory "${jobs[@]}" "$stage" 2>&1 | tee "$log"
+	# shellcheck disable=SC2046
+	make --no-print-directory $(stage_make_args "$stage") "$stage" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	secs=$(( $(date +%s) - t0 ))
 	case $stage in
@@ -89,15 +135,29 @@ for stage in "$@"; do
 		fi
 		;;
 	*)
-		read -r p f s < <(count_stage "$stage" "$rc" "$log")
-		passed=$(( passed + p )) failed=$(( failed + f )) skipped=$(( skipped + s ))
-		status="$p passed, $f failed"
-		[ "$s" -gt 0 ] && status+=", $s skipped"
-		[ "$rc" -ne 0 ] && status+=" (exit $rc)"
-		table+=("$(printf '%-22s %6ss  %s' "$stage" "$secs" "$status")")
+		record_stage "$stage" "$rc" "$secs"
 		;;
 	esac
 done
+
+# The background stages: a build stage that failed stopped the foreground
+# before the chain started, and then they did not run.
+if [ -n "$bg_pid" ]; then
+	wait "$bg_pid"
+	for stage in "${bg[@]}"; do
+		echo "=== stage $stage (ran in the background) ==="
+		cat "$out/$stage.log"
+		if read -r rc secs <"$out/$stage.result"; then
+			record_stage "$stage" "$rc" "$secs" "  (background)"
+		else
+			echo "=== stage $stage: no result ==="
+			failed=$(( failed + 1 ))
+			table+=("$(printf '%-22s %6s   %s' "$stage" "-" "did not finish")")
+		fi
+	done
+elif [ ${#bg[@]} -gt 0 ]; then
+	echo "=== background stages not run: ${bg[*]} ==="
+fi
 
 echo "=== benchmark: emulator RDMA WRITE vs memcpy (ratio 1.0 = memcpy speed) ==="
 if [ -x "$build/emulator/bench/rdma_write_bench" ]; then
