@@ -43,12 +43,6 @@ const std::string kConnrate = IBCM_CONNRATE_BINARY;
 const std::string kSidr = IBCM_SIDR_BINARY;
 const std::string kPort = "/sys/class/infiniband/mthca0/ports/1";
 
-std::string EnvOr(const char *name, const char *fallback)
-{
-	const char *e = std::getenv(name);
-	return e && *e ? e : fallback;
-}
-
 // The first group of @re in @text, or "".
 std::string Grab(const std::string &text, const std::string &re)
 {

@@ -11,12 +11,13 @@
 //
 // One guest: vm0 (ours) alone on an emulated switch ("star:1"), which only
 // gives the link a peer to train with; the module sets the port's LID and
-// state itself, no SM is involved.
+// state itself, no SM is involved. It is vm.OursAlone's debug guest
+// (ours_alone.h), after OursMadRace and OursUverbsFuzz.
 #include <map>
 #include <regex>
 #include <sstream>
 
-#include "vm_fixture.h"
+#include "ours_alone.h"
 
 namespace iblab::vmtest {
 namespace {
@@ -82,15 +83,14 @@ const std::vector<std::pair<std::string, int>> kChecks = {
 	{"QP1 post with pkey_index 0 accepted", 1},
 };
 
-class OursSmoke : public VmSuite {
+class OursSmoke : public OursAlone {
 protected:
 	static void SetUpTestSuite()
 	{
 		if (OursRole() != Stack::Ours)
 			return;  // mthca_smoke is built against our ib_core only
-		StartLab(MixedOptions({{"vm0", Stack::Ours}}, "star:1"), "OursSmoke");
+		BootOnce();
 	}
-	static void TearDownTestSuite() { StopLab(); }
 	void SetUp() override
 	{
 		if (OursRole() != Stack::Ours)

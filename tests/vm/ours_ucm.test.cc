@@ -2,8 +2,10 @@
 // Issue 11: ib_ucm (/dev/infiniband/ucm0, Documentation/ucm.md) on the
 // debug kernel lane (KASAN, lockdep, kmemleak; Documentation/lab.md).
 //
-//   OursUcm   one guest of ours (vm0) on a switch ("star:1"), OpenSM in it so
-//             the port is ACTIVE with a LID; modprobe ib_ucm (which pulls
+//   OursUcm   one guest of ours (vm0) on a switch ("star:1"): vm.OursAlone's
+//             debug guest (ours_alone.h), last of its suites. OpenSM in it
+//             (LMC 1, started by ApmOurs or here) so the port is ACTIVE
+//             with a LID; modprobe ib_ucm (which pulls
 //             ib_cm), then tests/ucm/abi_check: its cases (framing, ids,
 //             private-data bounds, credentials, a loopback connection,
 //             close with a REQ pending, the event-queue bound), a bounded
@@ -17,30 +19,19 @@
 #include <filesystem>
 #include <string>
 
-#include "vm_fixture.h"
+#include "ours_alone.h"
 
 namespace iblab::vmtest {
 namespace {
 
-std::string EnvOr(const char *name, const char *fallback)
-{
-	const char *e = std::getenv(name);
-	return e && *e ? e : fallback;
-}
-
-class OursUcm : public SmSuite {
+class OursUcm : public OursAlone {
 protected:
 	static void SetUpTestSuite()
 	{
-		LabOptions o = MixedOptions({{"vm0", OursRole()}}, "star:1");
-		o.shares.push_back(std::filesystem::path(UCM_ABI_CHECK_BINARY).parent_path().string());
-		StartWithSm(o, "OursUcm", "vm0");
-		if (lab_ && setup_error_.empty()) {
-			auto r = lab_->guest("vm0").exec("modprobe ib_ucm", 60s);
-			if (!r.ok())
-				setup_error_ = "modprobe ib_ucm failed: " + r.output;
-		}
+		if (OursRole() == Stack::Ours)
+			Prepare("ib_ucm", true);
 	}
+	void SetUp() override { SetUpPrepared("upstream 6.1 has no ib_ucm"); }
 };
 
 TEST_F(OursUcm, AbiCasesFuzzCyclesUnloadNoLeak)

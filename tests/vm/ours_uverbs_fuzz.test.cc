@@ -24,33 +24,11 @@
 namespace iblab::vmtest {
 namespace {
 
-std::string EnvOr(const char *name, const char *fallback)
-{
-	const char *e = std::getenv(name);
-	return e && *e ? e : fallback;
-}
-
 // On the lab it shares with OursMadRace (ours_alone.h).
 class OursUverbsFuzz : public OursAlone {
 protected:
-	static void SetUpTestSuite()
-	{
-		BootOnce();
-		if (!lab_)
-			return;
-		auto r = guest("vm0").exec(LoadCommand(Stack::Ours) + " && modprobe ib_uverbs", 180s);
-		if (!r.ok())
-			load_error_ = "loading failed: " + r.output;
-	}
-
-	void SetUp() override
-	{
-		VmSuite::SetUp();
-		if (!load_error_.empty())
-			GTEST_FAIL() << load_error_;
-	}
-
-	static inline std::string load_error_;
+	static void SetUpTestSuite() { Prepare("ib_uverbs", false); }
+	void SetUp() override { SetUpPrepared(nullptr); }
 };
 
 TEST_F(OursUverbsFuzz, NoReportNoLeakAndTheDeviceWorksAfterwards)

@@ -198,6 +198,13 @@ inline Stack OursRole()
 	return e && std::string(e) == "upstream" ? Stack::Upstream : Stack::Ours;
 }
 
+// $name, or `fallback` when it is unset or empty (the suites' sizes).
+inline std::string EnvOr(const char *name, const char *fallback)
+{
+	const char *e = std::getenv(name);
+	return e && *e ? e : fallback;
+}
+
 inline std::string OurModulesDir()
 {
 	const char *e = std::getenv("IBSTACK_MODULES");
@@ -241,6 +248,27 @@ inline std::string BringUpWithSm(Lab &lab, const std::string &sm, std::chrono::s
 			return g->name() + " (" + to_string(g->stack()) + "): port not ACTIVE: " + w.output +
 			       "\nopensm log:\n" + lab.guest(sm).exec("tail -25 /tmp/opensm.log", 30s).output;
 	}
+	return "";
+}
+
+// Starts OpenSM with LMC 1 (two LIDs per port) in `g` unless one runs
+// there, and waits until g's port is ACTIVE with LMC 1, which only OpenSM
+// sets (a port that something else made ACTIVE, as mthca_smoke does, has
+// LMC 0): "" when it is, else what went wrong.
+inline std::string StartOpenSmLmc1(Guest &g)
+{
+	auto r = g.exec("pgrep -x opensm >/dev/null || opensm -l 1 -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &", 30s);
+	if (!r.ok())
+		return "opensm did not start: " + r.output;
+	const std::string port = "/sys/class/infiniband/mthca0/ports/1";
+	auto w = g.exec("end=$(($(date +%s) + 150)); until grep -q ACTIVE " + port + "/state 2>/dev/null && "
+			"[ \"$(cat " + port + "/lid_mask_count)\" = 1 ]; do if [ $(date +%s) -ge $end ]; then "
+			"echo \"state: $(cat " + port + "/state) lmc: $(cat " + port + "/lid_mask_count)\"; exit 1; fi; "
+			"sleep 1; done",
+			210s);
+	if (!w.ok())
+		return "port not ACTIVE with LMC 1: " + w.output + "\nopensm log:\n" +
+		       g.exec("tail -25 /tmp/opensm.log", 30s).output;
 	return "";
 }
 
