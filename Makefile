@@ -90,7 +90,7 @@ test-modules: modules
 	  echo "test-modules: $$(ls $(MODULES_DIR)/tests | tr '\n' ' ')-> $(MODULES_DIR)/tests"
 
 modules_install: modules
-	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	+$(call kbuild_stock,,INSTALL_MOD_DIR=updates modules_install)
 	depmod -a $(KVER)
 
 # Our kernel sources: everything C under drivers/ and include/rdma, but not
