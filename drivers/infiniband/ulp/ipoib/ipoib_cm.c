@@ -509,19 +509,28 @@ static int ipoib_cm_tx_handler(struct ib_cm_id *id, struct ib_cm_event *event)
 	return 0;
 }
 
+/*
+ * An RC QP of either role: its completions on the CM's CQ, its receives
+ * (a passive one's; an active one posts none) from the SRQ.
+ */
+static struct ib_qp *ipoib_cm_create_qp(struct ipoib_dev *priv, u32 send_wr,
+					void (*handler)(struct ib_event *, void *),
+					void *context)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = priv->cm_cq, .recv_cq = priv->cm_cq,
+		.srq = priv->cm_srq, .qp_type = IB_QPT_RC,
+		.cap.max_send_wr = send_wr, .cap.max_send_sge = 1,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.event_handler = handler, .qp_context = context,
+	};
+
+	return ib_create_qp(priv->pd, &init);
+}
+
 /* The QP, its INIT, the cm_id and the REQ of a NEW connection. */
 static int ipoib_cm_tx_connect(struct ipoib_dev *priv, struct ipoib_cm_tx *tx)
 {
-	struct ib_qp_init_attr init = {
-		.cap = {
-			.max_send_wr = IPOIB_CM_TX_SIZE,
-			.max_send_sge = 1,
-		},
-		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.qp_type = IB_QPT_RC,
-		.event_handler = ipoib_cm_qp_event,
-		.qp_context = priv,
-	};
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT,
 		.pkey_index = priv->pkey_index,
@@ -545,10 +554,7 @@ static int ipoib_cm_tx_connect(struct ipoib_dev *priv, struct ipoib_cm_tx *tx)
 	tx->ring = kcalloc(IPOIB_CM_TX_SIZE, sizeof(*tx->ring), GFP_KERNEL);
 	if (!tx->ring)
 		return -ENOMEM;
-	init.send_cq = priv->cm_cq;
-	init.recv_cq = priv->cm_cq;
-	init.srq = priv->cm_srq;
-	tx->qp = ib_create_qp(priv->pd, &init);
+	tx->qp = ipoib_cm_create_qp(priv, IPOIB_CM_TX_SIZE, ipoib_cm_qp_event, priv);
 	if (IS_ERR(tx->qp)) {
 		ret = PTR_ERR(tx->qp);
 		tx->qp = NULL;
@@ -631,22 +637,14 @@ static int ipoib_cm_rx_handler(struct ib_cm_id *id, struct ib_cm_event *event)
 static int ipoib_cm_rx_accept(struct ipoib_dev *priv, struct ib_cm_id *id,
 			      struct ib_cm_event *event)
 {
-	struct ib_qp_init_attr init = {
-		.cap = {
-			.max_send_wr = 1,
-			.max_send_sge = 1,
-		},
-		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.qp_type = IB_QPT_RC,
-		.event_handler = ipoib_cm_rx_qp_event,
-	};
 	struct ib_cm_rep_param rep = {
 		.private_data_len = sizeof(struct ipoib_cm_data),
 		.srq = 1,
 		.rnr_retry_count = event->param.req_rcvd.rnr_retry_count,
 		.target_ack_delay = priv->ca_ack_delay,
 	};
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTS };
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RTR };
+	u32 psn = get_random_u32() & 0xffffff;
 	struct ipoib_cm_data data;
 	struct ipoib_cm_rx *rx;
 	u32 qpn, size;
@@ -663,29 +661,28 @@ static int ipoib_cm_rx_accept(struct ipoib_dev *priv, struct ib_cm_id *id,
 		ret = -ENETDOWN;
 		goto err_rx;
 	}
-	rx->priv = priv;
-	rx->id = id;
-	rx->peer_qpn = qpn;
-	rx->state = IPOIB_CM_CONNECTING;
-	init.send_cq = priv->cm_cq;
-	init.recv_cq = priv->cm_cq;
-	init.srq = priv->cm_srq;
-	init.qp_context = rx;
-	rx->qp = ib_create_qp(priv->pd, &init);
+	*rx = (struct ipoib_cm_rx) { .priv = priv, .id = id, .peer_qpn = qpn,
+				     .state = IPOIB_CM_CONNECTING };
+	rx->qp = ipoib_cm_create_qp(priv, 1, ipoib_cm_rx_qp_event, rx);
 	if (IS_ERR(rx->qp)) {
 		ret = PTR_ERR(rx->qp);
 		goto err_rx;
 	}
 	rx->qp_num = rx->qp->qp_num;
 	ret = ipoib_cm_modify(id, rx->qp, IB_QPS_INIT);
-	if (!ret)
-		ret = ipoib_cm_modify(id, rx->qp, IB_QPS_RTR);
 	if (ret)
 		goto err_qp;
-	/* RTS as well, so that the PSN our REP gives is the QP's. */
+	/*
+	 * The peer sends from the PSN our REP names, which the CM learns
+	 * only when the REP goes: the receive PSN is set here, by hand.
+	 */
 	ret = ib_cm_init_qp_attr(id, &attr, &mask);
-	if (!ret)
+	if (!ret) {
+		attr.rq_psn = psn;
 		ret = ib_modify_qp(rx->qp, &attr, mask);
+	}
+	if (!ret)
+		ret = ipoib_cm_modify(id, rx->qp, IB_QPS_RTS);
 	if (ret)
 		goto err_qp;
 
@@ -698,7 +695,7 @@ static int ipoib_cm_rx_accept(struct ipoib_dev *priv, struct ib_cm_id *id,
 	ipoib_cm_data_pack(&data, priv->qp->qp_num, priv->cm_buf_size);
 	rep.private_data = &data;
 	rep.qp_num = rx->qp_num;
-	rep.starting_psn = attr.sq_psn;
+	rep.starting_psn = psn;
 	ret = ib_send_cm_rep(id, &rep);
 	if (ret) {
 		/* The CM destroys @id; the reaper frees the rest. */
