@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// Issue 12, slice 1: our ib_ipoib in datagram mode against upstream's, on
-// the debug kernel lane (KASAN, lockdep, kmemleak on our guests).
+// Issue 12, slices 1 and 2: our ib_ipoib in datagram and connected mode
+// against upstream's, on the debug kernel lane (KASAN, lockdep, kmemleak
+// on our guests).
 //
 //   OursIpoib  vm0 upstream (the host's stock kernel: ib_ipoib, OpenSM),
 //              vm1 and vm2 ours (ib_mthca, ib_umad, ib_sa, ib_ipoib), all
@@ -14,9 +15,10 @@
 //   Ping6LinkLocalAllPairs  the same with ping -6 to each fe80:: address
 //       (neighbour discovery through the solicited-node groups).
 //   SysfsAsUpstream  mode, pkey, umcast, type, addr_len, mtu and broadcast
-//       read on ours as on the upstream guest; ours' address has flags 0
-//       (no connected mode offered) and its port GID; "datagram\n" may be
-//       written to mode, "connected\n" is refused.
+//       read on ours as on the upstream guest; ours' address has flags 0x80
+//       (connected mode offered, as upstream's) and its port GID; writing
+//       "connected\n" and "datagram\n" to mode switches the mode and the
+//       MTU (65520, 2044) on ours as on upstream.
 //   FlapAndReloadUnderPing  ip link set ib0 down/up three times under a
 //       ping from vm1, then ib_ipoib removed from vm1 while vm2 and vm0
 //       ping it and it pings them, loaded again: ping works in both
@@ -25,6 +27,12 @@
 //   PortDownUpRejoins  the emulator takes vm2's link down (the carrier
 //       goes off) and up (OpenSM makes the port ACTIVE): the groups are
 //       joined again and vm2 pings vm0 and vm1, vm1 pings vm2 over IPv6.
+//   ConnectedModeAllPairs  all three in connected mode, MTU 65520: every
+//       ordered pair pings with 60000 bytes and fragmentation forbidden
+//       (-M do: only an RC connection carries it), pattern checked; ours
+//       list the connections with each peer both ways as up (vm0's side
+//       is shown by its own 60000-byte pings to ours); back to datagram,
+//       ours drop their active connections and 3000-byte pings work.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
 //       every test: KASAN, lockdep, WARNING, ...).
@@ -100,9 +108,10 @@ protected:
 	// a second or so on the debug kernel). "" on success, else what went
 	// wrong.
 	static std::string PingChecked(int from, const std::string &dst, int size, const std::string &pattern,
-				       int count = 3, bool v6 = false)
+				       int count = 3, bool v6 = false, const std::string &extra = "")
 	{
-		const std::string ping = std::string("ping ") + (v6 ? "-6 " : "") + "-s " + std::to_string(size) + " ";
+		const std::string ping = std::string("ping ") + (v6 ? "-6 " : "") + extra + "-s " +
+					 std::to_string(size) + " ";
 		Guest &g = guest(kNames[from]);
 		auto r = g.exec("ok=0; for i in $(seq 1 10); do " + ping + "-c 1 -W 2 " + dst +
 					" >/dev/null 2>&1 && ok=1 && break; done; [ $ok = 1 ] || { echo never answered; "
@@ -181,9 +190,21 @@ TEST_F(OursIpoib, SysfsAsUpstream)
 		EXPECT_TRUE(Ok(r)) << g.name();
 		return r.output;
 	};
+	// The mode switch and the MTU it sets, then back; the same script on
+	// upstream's vm0 gives what ours must.
+	const std::string modes = "cd /sys/class/net/ib0 && echo datagram > mode && echo datagram=$?; "
+				  "echo connected > mode; echo connected=$?; cat mode mtu; "
+				  "echo -n connected 2>/dev/null > mode; echo bare=$?; "
+				  "echo datagram > mode; echo datagram=$?; cat mode mtu; "
+				  "echo 1 > umcast && cat umcast && echo 0 > umcast && cat umcast";
 	std::string up = read(guest("vm0"));
 	EXPECT_NE(up.find("mode=datagram\n"), std::string::npos) << up;
 	EXPECT_NE(up.find("pkey=0xffff\n"), std::string::npos) << up;
+	auto up_modes = Run(guest("vm0"), modes);
+	EXPECT_EQ(up_modes.output,
+		  "datagram=0\nconnected=0\nconnected\n65520\nbare=1\ndatagram=0\ndatagram\n2044\n1\n0\n");
+	auto up_addr = Run(guest("vm0"), "cat /sys/class/net/ib0/address");
+	EXPECT_EQ(up_addr.output.substr(0, 3), "80:") << "upstream offers connected mode: " << up_addr.output;
 	for (const char *name : {"vm1", "vm2"}) {
 		Guest &g = guest(name);
 		EXPECT_EQ(read(g), up) << name << " reads other sysfs values than upstream's vm0";
@@ -193,17 +214,15 @@ TEST_F(OursIpoib, SysfsAsUpstream)
 		ASSERT_TRUE(std::regex_match(addr.output, m,
 					     std::regex("([0-9a-f]{2}):([0-9a-f:]{8}):([0-9a-f:]{47})\n([0-9a-f:]{39})\n")))
 			<< addr.output;
-		EXPECT_EQ(m[1], "00") << "ours must not offer connected mode: " << addr.output;
+		EXPECT_EQ(m[1], "80") << "ours must offer connected mode, as upstream: " << addr.output;
 		std::string gid = m[3];
 		gid.erase(std::remove(gid.begin(), gid.end(), ':'), gid.end());
 		std::string port_gid = m[4];
 		port_gid.erase(std::remove(port_gid.begin(), port_gid.end(), ':'), port_gid.end());
 		EXPECT_EQ(gid, port_gid) << addr.output;
 
-		auto w = Run(g, "cd /sys/class/net/ib0 && echo datagram > mode && echo datagram=$?; "
-				"echo connected 2>/dev/null > mode; echo connected=$?; cat mode; "
-				"echo 1 > umcast && cat umcast && echo 0 > umcast && cat umcast");
-		EXPECT_EQ(w.output, "datagram=0\nconnected=1\ndatagram\n1\n0\n") << name;
+		EXPECT_EQ(Run(g, modes).output, up_modes.output) << name;
+		EXPECT_EQ(read(g), up) << name << " after the mode switches";
 	}
 }
 
@@ -265,6 +284,59 @@ TEST_F(OursIpoib, PortDownUpRejoins)
 	EXPECT_EQ(PingChecked(1, ll_[2] + "%ib0", 200, Pattern(1, 2, 7), 3, true), "");
 }
 
+// Connected mode (RFC 4755) in all pairings. 60000-byte echoes with
+// fragmentation forbidden pass only over RC (the UD MTU is 2044).
+TEST_F(OursIpoib, ConnectedModeAllPairs)
+{
+	std::string qpn[3];
+	for (int i = 0; i < 3; ++i) {
+		Guest &g = guest(kNames[i]);
+		auto r = Run(g, "cd /sys/class/net/ib0 && echo connected > mode && ip link set ib0 mtu 65520 && "
+				"cat mode mtu address");
+		ASSERT_TRUE(Ok(r)) << kNames[i];
+		ASSERT_EQ(r.output.substr(0, 16), "connected\n65520\n") << kNames[i] << ": " << r.output;
+		// The UD QPN, bytes 1-3 of the address, as ours lists it.
+		std::string a = r.output.substr(16);
+		qpn[i] = "0x" + a.substr(3, 2) + a.substr(6, 2) + a.substr(9, 2);
+	}
+	lab_->mark("all three in connected mode");
+	EXPECT_EQ(AllPairs([](int a, int b) {
+			  return PingChecked(a, Ip4(b), 60000, Pattern(a, b, 0x60), 3, false, "-M do ");
+		  }),
+		  "");
+
+	// Ours list each peer's connections, both ways, up.
+	for (int i : {1, 2}) {
+		auto r = Run(guest(kNames[i]), "cat /sys/class/net/ib0/cm_connections");
+		ASSERT_TRUE(Ok(r));
+		for (int peer = 0; peer < 3; ++peer) {
+			if (peer == i)
+				continue;
+			EXPECT_TRUE(std::regex_search(r.output, std::regex("(^|\n)tx [0-9a-f:]+ qpn " + qpn[peer] + " up\n")))
+				<< kNames[i] << " has no active connection to " << kNames[peer] << ":\n" << r.output;
+			EXPECT_TRUE(std::regex_search(r.output,
+						      std::regex("(^|\n)rx qpn " + qpn[peer] + " rc 0x[0-9a-f]{6} up\n")))
+				<< kNames[i] << " has no passive connection from " << kNames[peer] << ":\n" << r.output;
+		}
+	}
+
+	// Back to datagram: the MTU falls back, the active connections go,
+	// and UD carries (fragmented) traffic again.
+	for (int i = 0; i < 3; ++i) {
+		auto r = Run(guest(kNames[i]), "cd /sys/class/net/ib0 && echo datagram > mode && cat mode mtu");
+		ASSERT_TRUE(Ok(r));
+		EXPECT_EQ(r.output, "datagram\n2044\n") << kNames[i];
+	}
+	for (int i : {1, 2}) {
+		auto r = Run(guest(kNames[i]), "end=$(($(date +%s) + 20)); "
+					       "while grep -q '^tx ' /sys/class/net/ib0/cm_connections; do "
+					       "[ $(date +%s) -ge $end ] && { cat /sys/class/net/ib0/cm_connections; exit 1; }; "
+					       "sleep 0.3; done");
+		EXPECT_TRUE(Ok(r)) << kNames[i] << " kept active connections in datagram mode";
+	}
+	EXPECT_EQ(AllPairs([](int a, int b) { return PingChecked(a, Ip4(b), 3000, Pattern(a, b, 0x61), 2); }), "");
+}
+
 // Last: every module of ours unloads, and kmemleak is clean.
 TEST_F(OursIpoib, UnloadsWithoutLeaks)
 {
@@ -276,7 +348,7 @@ TEST_F(OursIpoib, UnloadsWithoutLeaks)
 		ASSERT_EQ(g.stack(), Stack::Ours) << name << " must run our stack";
 		runs.push_back(std::async(std::launch::async, [&g] {
 			auto u = g.exec("ip link set ib0 down && rmmod ib_ipoib && "
-					"rmmod ib_umad ib_sa ib_mthca ib_mad ib_core && ! grep -q '^ib_' /proc/modules",
+					"rmmod ib_umad ib_sa ib_cm ib_mthca ib_mad ib_core && ! grep -q '^ib_' /proc/modules",
 					120s);
 			if (!u.ok())
 				return g.name() + ": unload: " + u.describe() + "\n" + u.output +
