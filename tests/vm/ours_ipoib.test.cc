@@ -31,8 +31,10 @@
 //       ordered pair pings with 60000 bytes and fragmentation forbidden
 //       (-M do: only an RC connection carries it), pattern checked; ours
 //       list the connections with each peer both ways as up (vm0's side
-//       is shown by its own 60000-byte pings to ours); back to datagram,
-//       ours drop their active connections and 3000-byte pings work.
+//       is shown by its own 60000-byte pings to ours); vm2's ib0 flaps
+//       under connected traffic (its connections close with DREQs, new
+//       ones carry the next pings); back to datagram, ours drop their
+//       active connections and 3000-byte pings work.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
 //       every test: KASAN, lockdep, WARNING, ...).
@@ -319,6 +321,21 @@ TEST_F(OursIpoib, ConnectedModeAllPairs)
 				<< kNames[i] << " has no passive connection from " << kNames[peer] << ":\n" << r.output;
 		}
 	}
+
+	// vm2's ib0 down and up under connected traffic from vm0 and vm1: its
+	// connections close (DREQs both ways) and new ones carry the pings.
+	auto in0 = guest("vm0").start_exec("ping -i 0.2 -s 30000 -w 12 " + Ip4(2) + " >/dev/null 2>&1; true", 30s);
+	auto in1 = guest("vm1").start_exec("ping -i 0.2 -s 30000 -w 12 " + Ip4(2) + " >/dev/null 2>&1; true", 30s);
+	std::this_thread::sleep_for(2s);
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "ip link set ib0 down && sleep 1 && ip link set ib0 up && "
+					 "end=$(($(date +%s) + 30)); until ip link show ib0 | grep -q LOWER_UP; do "
+					 "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			   60s)));
+	lab_->mark("vm2's ib0 flapped in connected mode");
+	EXPECT_EQ(PingChecked(2, Ip4(0), 60000, Pattern(2, 0, 0x62), 2, false, "-M do "), "");
+	EXPECT_EQ(PingChecked(1, Ip4(2), 60000, Pattern(1, 2, 0x62), 2, false, "-M do "), "");
+	in0->wait_for(25s);
+	in1->wait_for(25s);
 
 	// Back to datagram: the MTU falls back, the active connections go,
 	// and UD carries (fragmented) traffic again.
