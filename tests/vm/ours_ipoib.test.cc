@@ -33,7 +33,10 @@
 //       list the connections with each peer both ways as up (vm0's side
 //       is shown by its own 60000-byte pings to ours); vm2's ib0 flaps
 //       under connected traffic (its connections close with DREQs, new
-//       ones carry the next pings); back to datagram, ours drop their
+//       ones carry the next pings), then, quiet, closes its passive
+//       connections after 4 s idle (cm_rx_idle_secs) and vm1 its active
+//       one to vm2 on that DREQ, and a new ping connects again; back to
+//       datagram, ours drop their
 //       active connections and 3000-byte pings work.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
@@ -324,6 +327,9 @@ TEST_F(OursIpoib, ConnectedModeAllPairs)
 
 	// vm2's ib0 down and up under connected traffic from vm0 and vm1: its
 	// connections close (DREQs both ways) and new ones carry the pings.
+	// It comes back closing passive connections idle for 4 s (the period
+	// of the idle check is set when ib0 comes up).
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "echo 4 > /sys/module/ib_ipoib/parameters/cm_rx_idle_secs")));
 	auto in0 = guest("vm0").start_exec("ping -i 0.2 -s 30000 -w 12 " + Ip4(2) + " >/dev/null 2>&1; true", 30s);
 	auto in1 = guest("vm1").start_exec("ping -i 0.2 -s 30000 -w 12 " + Ip4(2) + " >/dev/null 2>&1; true", 30s);
 	std::this_thread::sleep_for(2s);
@@ -336,6 +342,22 @@ TEST_F(OursIpoib, ConnectedModeAllPairs)
 	EXPECT_EQ(PingChecked(1, Ip4(2), 60000, Pattern(1, 2, 0x62), 2, false, "-M do "), "");
 	in0->wait_for(25s);
 	in1->wait_for(25s);
+
+	// Quiet: vm2 closes its passive connections (DREQ), vm1 drops its
+	// active one to vm2 on that DREQ, and the next ping connects again.
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "end=$(($(date +%s) + 20)); "
+					 "while grep -q '^rx ' /sys/class/net/ib0/cm_connections; do "
+					 "[ $(date +%s) -ge $end ] && { cat /sys/class/net/ib0/cm_connections; exit 1; }; "
+					 "sleep 0.5; done",
+			   60s)))
+		<< "vm2 kept idle passive connections";
+	EXPECT_TRUE(Ok(Run(guest("vm1"), "end=$(($(date +%s) + 10)); "
+					 "while grep -q '^tx .* qpn " + qpn[2] + " ' /sys/class/net/ib0/cm_connections; do "
+					 "[ $(date +%s) -ge $end ] && { cat /sys/class/net/ib0/cm_connections; exit 1; }; "
+					 "sleep 0.3; done",
+			   60s)))
+		<< "vm1 kept its connection to vm2 after vm2's DREQ";
+	EXPECT_EQ(PingChecked(1, Ip4(2), 60000, Pattern(1, 2, 0x63), 2, false, "-M do "), "");
 
 	// Back to datagram: the MTU falls back, the active connections go,
 	// and UD carries (fragmented) traffic again.
