@@ -191,7 +191,7 @@ struct ipoib_cm_tx {
  * the interface's SRQ.
  */
 struct ipoib_cm_rx {
-	struct list_head	list;		/* priv->cm_rx or a local list */
+	struct list_head	list;		/* priv->cm_rx or priv->cm_dead_rx */
 	struct ipoib_dev	*priv;
 	enum ipoib_cm_state	state;
 	u32			peer_qpn;	/* the peer's UD QPN (its REQ) */
