@@ -30,8 +30,9 @@
 //   ConnectedModeAllPairs  all three in connected mode, MTU 65520: every
 //       ordered pair pings with 60000 bytes and fragmentation forbidden
 //       (-M do: only an RC connection carries it), pattern checked; ours
-//       list the connections with each peer both ways as up (vm0's side
-//       is shown by its own 60000-byte pings to ours); vm2's ib0 flaps
+//       list the connections with each peer both ways as up, and vm0
+//       (rdma resource show qp) holds RC QPs of ib_ipoib in RTS whose
+//       remote QPs are the active and passive ones ours list; vm2's ib0 flaps
 //       under connected traffic (its connections close with DREQs, new
 //       ones carry the next pings), then, quiet, closes its passive
 //       connections after 4 s idle (cm_rx_idle_secs) and vm1 its active
@@ -45,6 +46,7 @@
 #include <functional>
 #include <future>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -310,18 +312,38 @@ TEST_F(OursIpoib, ConnectedModeAllPairs)
 		  }),
 		  "");
 
-	// Ours list each peer's connections, both ways, up.
+	// Ours list each peer's connections, both ways, up; upstream's vm0
+	// holds, for each of ours, an RC QP of ib_ipoib in RTS whose remote
+	// QP is our passive one (its sends) and one whose remote is our
+	// active one (its receives).
+	auto up_qps = Run(guest("vm0"), "rdma resource show qp");
+	ASSERT_TRUE(Ok(up_qps));
+	std::set<unsigned long> up_remotes;
+	std::regex up_rc("lqpn [0-9]+ rqpn ([0-9]+) type RC state RTS[^\n]*comm \\[ib_ipoib\\]");
+	for (auto it = std::sregex_iterator(up_qps.output.begin(), up_qps.output.end(), up_rc);
+	     it != std::sregex_iterator(); ++it)
+		up_remotes.insert(std::stoul((*it)[1]));
 	for (int i : {1, 2}) {
 		auto r = Run(guest(kNames[i]), "cat /sys/class/net/ib0/cm_connections");
 		ASSERT_TRUE(Ok(r));
 		for (int peer = 0; peer < 3; ++peer) {
 			if (peer == i)
 				continue;
-			EXPECT_TRUE(std::regex_search(r.output, std::regex("(^|\n)tx [0-9a-f:]+ qpn " + qpn[peer] + " up\n")))
+			std::smatch tx, rx;
+			EXPECT_TRUE(std::regex_search(
+				r.output, tx, std::regex("(^|\n)tx [0-9a-f:]+ qpn " + qpn[peer] + " rc 0x([0-9a-f]{6}) up\n")))
 				<< kNames[i] << " has no active connection to " << kNames[peer] << ":\n" << r.output;
-			EXPECT_TRUE(std::regex_search(r.output,
-						      std::regex("(^|\n)rx qpn " + qpn[peer] + " rc 0x[0-9a-f]{6} up\n")))
+			EXPECT_TRUE(std::regex_search(
+				r.output, rx, std::regex("(^|\n)rx qpn " + qpn[peer] + " rc 0x([0-9a-f]{6}) up\n")))
 				<< kNames[i] << " has no passive connection from " << kNames[peer] << ":\n" << r.output;
+			if (peer != 0 || tx.empty() || rx.empty())
+				continue;
+			EXPECT_TRUE(up_remotes.count(std::stoul(tx[2], nullptr, 16)))
+				<< "vm0 has no RC QP in RTS connected to " << kNames[i] << "'s active QP:\n"
+				<< r.output << up_qps.output;
+			EXPECT_TRUE(up_remotes.count(std::stoul(rx[2], nullptr, 16)))
+				<< "vm0 has no RC QP in RTS connected to " << kNames[i] << "'s passive QP:\n"
+				<< r.output << up_qps.output;
 		}
 	}
 

@@ -180,6 +180,7 @@ struct ipoib_cm_tx {
 	struct ib_sa_path_rec	rec;
 	struct ib_cm_id		*id;
 	struct ib_qp		*qp;
+	u32			qp_num;		/* for the listing; 0 before the QP */
 	struct ipoib_tx_buf	*ring;
 	unsigned int		head;		/* see ipoib_dev's "Locking" */
 	unsigned int		tail;

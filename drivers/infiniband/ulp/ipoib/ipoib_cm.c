@@ -573,6 +573,7 @@ static int ipoib_cm_tx_connect(struct ipoib_dev *priv, struct ipoib_cm_tx *tx)
 	ipoib_cm_data_pack(&data, priv->qp->qp_num, priv->cm_buf_size);
 	req.private_data = &data;
 	req.qp_num = tx->qp->qp_num;
+	WRITE_ONCE(tx->qp_num, req.qp_num);
 	return ib_send_cm_req(tx->id, &req);
 }
 
@@ -1141,9 +1142,9 @@ int ipoib_cm_set_mode(struct ipoib_dev *priv, bool connected)
  * @priv: the interface
  * @buf: the sysfs page
  *
- * One line per connection: "tx <peer GID> qpn <its UD QPN> <state>" for
- * the active ones, "rx qpn <peer's UD QPN> rc <our RC QPN> <state>" for
- * the passive ones.
+ * One line per connection: "tx <peer GID> qpn <its UD QPN> rc <our RC
+ * QPN> <state>" for the active ones (rc 0x000000 until the QP exists),
+ * "rx qpn <peer's UD QPN> rc <our RC QPN> <state>" for the passive ones.
  *
  * Return: the length written.
  */
@@ -1155,8 +1156,9 @@ ssize_t ipoib_cm_show(struct ipoib_dev *priv, char *buf)
 
 	spin_lock_bh(&priv->lock);
 	list_for_each_entry(tx, &priv->cm_tx, list)
-		len += sysfs_emit_at(buf, len, "tx %pI6 qpn 0x%06x %s\n", tx->dgid.raw,
-				     tx->peer_qpn, ipoib_cm_state_name(tx->state));
+		len += sysfs_emit_at(buf, len, "tx %pI6 qpn 0x%06x rc 0x%06x %s\n",
+				     tx->dgid.raw, tx->peer_qpn, READ_ONCE(tx->qp_num),
+				     ipoib_cm_state_name(tx->state));
 	list_for_each_entry(rx, &priv->cm_rx, list)
 		len += sysfs_emit_at(buf, len, "rx qpn 0x%06x rc 0x%06x %s\n", rx->peer_qpn,
 				     rx->qp_num, ipoib_cm_state_name(rx->state));
