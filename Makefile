@@ -244,7 +244,7 @@ check-kunit:
 # what is left of -j.
 VM_RESOURCES = $(CURDIR)/tests/vm/resources.json
 check-tests: cpp
-	@rm -f $(BUILD)/lab/mad_rate.txt $(BUILD)/lab/conn_rate.txt
+	@rm -f $(BUILD)/lab/mad_rate.txt $(BUILD)/lab/conn_rate.txt $(BUILD)/lab/ipoib_rate.txt
 	@set -o pipefail; cd $(BUILD) && \
 	ctest --output-on-failure -L 'unit|vm|bench' -j $(JOBS) --resource-spec-file $(VM_RESOURCES) \
 	  $(CTEST_ARGS) 2>&1 | tee $(BUILD)/ctest.log

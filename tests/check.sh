@@ -174,6 +174,12 @@ else
 	echo "=== benchmark: connection rate (bench.conn_rate) ==="
 	echo "not run"
 fi
+if [ -f "$build/lab/ipoib_rate.txt" ]; then
+	cat "$build/lab/ipoib_rate.txt"
+else
+	echo "=== benchmark: IPoIB (bench.conn_rate) ==="
+	echo "not run"
+fi
 echo "=== timings ==="
 if [ -f "$build/lab/timings.txt" ] && [ "$build/lab/timings.txt" -nt "$out/.start" ]; then
 	cat "$build/lab/timings.txt"

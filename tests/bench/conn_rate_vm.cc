@@ -37,11 +37,26 @@
 // no ratio, and exits 1; so does a problem in the guests' logs. The
 // summary also goes to <build>/lab/conn_rate.txt.
 //
+// The same lab then measures IPoIB (issue 12): our ib_ipoib in vm0 and vm1
+// (192.168.92.1 and .2 on ib0; the stock kernel, as upstream's), upstream's
+// in vm2 and vm3, all on one IPoIB subnet. In datagram and then connected
+// mode (all four switched at once): iperf3 TCP, one stream and four (-P 4),
+// kIperfSeconds after one omitted second of slow start, ours vm0 -> vm1
+// and upstream vm2 -> vm3 in turn; then `ping -c 20 -i 0.05` each way for
+// the round-trip time. Each figure is a ratio ours/upstream (for the ping,
+// upstream/ours: higher is better for ours), the median of
+// IBSTACK_IPOIB_ROUNDS interleaved rounds (default 1 in make check, so no
+// spread: the rounds cost about 45 s each), with the raw values. The
+// summary goes to <build>/lab/ipoib_rate.txt; a case that cannot be
+// measured prints NOT MEASURED and makes the program exit 1.
+//
 // usage: conn_rate_vm [connections]   (default 100)
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <functional>
 #include <memory>
 #include <regex>
@@ -133,6 +148,85 @@ std::string Spread(std::vector<double> v, double *median)
 	return buf;
 }
 
+// --- IPoIB -------------------------------------------------------------------
+
+const char *const kIpoibIp[4] = {"192.168.92.1", "192.168.92.2", "192.168.92.3", kServerIp};
+constexpr int kIperfSeconds = 2;
+
+// One IPoIB figure of one side in one round: Mbit/s or microseconds.
+struct Figure {
+	double value = 0;
+	std::string error;
+};
+
+// iperf3 TCP from `cg` to `sg` (address `ip`), `streams` parallel streams:
+// the receiver's Mbit/s.
+Figure Iperf(iblab::Guest &sg, iblab::Guest &cg, const std::string &ip, int streams)
+{
+	Figure f;
+	auto srv = sg.start_exec("iperf3 -s -1 -p 5201", 120s);
+	auto w = sg.exec("for i in $(seq 1 100); do ss -ltn | grep -q ':5201 ' && exit 0; sleep 0.1; done; exit 1", 60s);
+	if (!w.ok()) {
+		f.error = sg.name() + ": iperf3 -s never listened: " + Trim(srv->take_new_output());
+		sg.kill(srv->id());
+		return f;
+	}
+	auto c = cg.exec("iperf3 -c " + ip + " -p 5201 -f m -O 1 -t " + std::to_string(kIperfSeconds) + " -P " +
+				 std::to_string(streams) + " 2>&1",
+			 120s);
+	if (!srv->wait_for(30s))
+		sg.kill(srv->id());
+	// The receiver's summary: "[SUM] ... 123 MBytes 456 Mbits/sec ... receiver"
+	// with -P 4, "[  5] ... receiver" with one stream.
+	std::smatch m;
+	const std::regex re(std::string(streams > 1 ? "\\[SUM\\]" : "\\[ *[0-9]+\\]") +
+			    "[^\n]* ([0-9.]+) Mbits/sec[^\n]*receiver");
+	if (!c.ok() || !std::regex_search(c.output, m, re)) {
+		f.error = cg.name() + ": iperf3 -c " + ip + " -P " + std::to_string(streams) + ": " + c.describe() + ": " +
+			  Trim(c.output);
+		return f;
+	}
+	f.value = std::stod(m[1]);
+	if (f.value <= 0)
+		f.error = cg.name() + ": iperf3 moved nothing: " + Trim(c.output);
+	return f;
+}
+
+// The average round trip of 20 pings from `g` to `ip`, in microseconds.
+Figure PingRtt(iblab::Guest &g, const std::string &ip)
+{
+	Figure f;
+	auto r = g.exec("ping -q -c 20 -i 0.05 -W 2 " + ip + " 2>&1", 60s);
+	std::smatch m;
+	if (!r.ok() || !std::regex_search(r.output, m, std::regex("= [0-9.]+/([0-9.]+)/[0-9.]+/[0-9.]+ ms")) ||
+	    r.output.find(" 0% packet loss") == std::string::npos) {
+		f.error = g.name() + ": ping " + ip + ": " + r.describe() + ": " + Trim(r.output);
+		return f;
+	}
+	f.value = std::stod(m[1]) * 1000;
+	return f;
+}
+
+// Every guest's ib0 into `mode`; connected sets MTU 65520, datagram the
+// group's (2044), as both drivers do by themselves. Then each pair must
+// answer a ping again.
+std::string SetIpoibMode(iblab::Guest *const gs[4], const std::string &mode)
+{
+	for (int i = 0; i < 4; i++) {
+		auto r = gs[i]->exec("echo " + mode + " > /sys/class/net/ib0/mode && cat /sys/class/net/ib0/mode", 60s);
+		if (!r.ok() || r.output.find(mode) == std::string::npos)
+			return gs[i]->name() + ": ib0 mode " + mode + ": " + Trim(r.output);
+	}
+	for (int i = 0; i < 4; i += 2) {
+		auto p = gs[i]->exec(std::string("for i in $(seq 1 20); do ping -c 1 -W 2 ") + kIpoibIp[i + 1] +
+					     " >/dev/null && exit 0; done; exit 1",
+				     120s);
+		if (!p.ok())
+			return gs[i]->name() + ": no answer from " + kIpoibIp[i + 1] + " in " + mode + " mode";
+	}
+	return "";
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -157,6 +251,18 @@ int main(int argc, char **argv)
 	rep << "=== connection rate: " << n << " RC connections set up and torn down (client process wall time) ===\n";
 	std::vector<Sample> ours, up;
 	std::string fatal, lab_problems;
+	// IPoIB: per case ("iperf3 datagram 1 stream", "ping connected", ...)
+	// ours' and upstream's figures, one per round, in the order measured.
+	const char *rounds_env = std::getenv("IBSTACK_IPOIB_ROUNDS");
+	const int ipoib_rounds = rounds_env && *rounds_env ? std::max(1, std::atoi(rounds_env)) : 1;
+	std::map<std::string, std::array<std::vector<Figure>, 2>> ipoib;
+	std::vector<std::string> ipoib_order;
+	for (const char *mode : {"datagram", "connected"}) {
+		ipoib_order.push_back(std::string("iperf3 ") + mode + " 1 stream");
+		ipoib_order.push_back(std::string("iperf3 ") + mode + " 4 streams");
+		ipoib_order.push_back(std::string("ping ") + mode);
+	}
+	std::string ipoib_fatal;
 	try {
 		iblab::Lab lab(o);
 		lab.start();
@@ -271,6 +377,39 @@ int main(int argc, char **argv)
 				}
 			}
 		}
+		// IPoIB: ours on vm0 and vm1 (the modules of the lab's "ours"
+		// guests come first), on the subnet of vm2 and vm3.
+		for (int i = 0; i < 2; i++) {
+			auto r = gs[i]->exec(std::string("modprobe ib_ipoib && grep -q O /sys/module/ib_ipoib/taint && "
+							 "ip link set ib0 up && ip addr add ") +
+						     kIpoibIp[i] + "/24 dev ib0",
+					     60s);
+			if (!r.ok())
+				ipoib_fatal = gs[i]->name() + ": our ib0: " + Trim(r.output);
+		}
+		for (int round = 0; round < ipoib_rounds && ipoib_fatal.empty(); round++) {
+			for (const char *mode : {"datagram", "connected"}) {
+				ipoib_fatal = SetIpoibMode(gs, mode);
+				if (!ipoib_fatal.empty())
+					break;
+				for (int streams : {1, 4}) {
+					const std::string name = std::string("iperf3 ") + mode + " " +
+								 std::to_string(streams) + (streams > 1 ? " streams" : " stream");
+					for (int k = 0; k < 2; k++) {
+						const bool ours_turn = (k == 0) == (round % 2 == 0);
+						const int c = ours_turn ? 0 : 2;
+						ipoib[name][ours_turn ? 0 : 1].push_back(
+							Iperf(*gs[c + 1], *gs[c], kIpoibIp[c + 1], streams));
+					}
+				}
+				const std::string name = std::string("ping ") + mode;
+				for (int k = 0; k < 2; k++) {
+					const bool ours_turn = (k == 0) == (round % 2 == 0);
+					const int c = ours_turn ? 0 : 2;
+					ipoib[name][ours_turn ? 0 : 1].push_back(PingRtt(*gs[c], kIpoibIp[c + 1]));
+				}
+			}
+		}
 		auto report = lab.shutdown();
 		if (!report.ok())
 			lab_problems = report.text();
@@ -317,5 +456,45 @@ int main(int argc, char **argv)
 	std::fputs(text.c_str(), stdout);
 	std::filesystem::create_directories(iblab::default_build_dir() + "/lab");
 	std::ofstream(iblab::default_build_dir() + "/lab/conn_rate.txt", std::ios::trunc) << text;
+
+	std::ostringstream ip;
+	ip << "=== IPoIB: iperf3 TCP (" << kIperfSeconds << " s after 1 s omitted) and ping -i 0.05, ours (vm0 -> vm1) "
+	   << "against upstream (vm2 -> vm3), " << ipoib_rounds << (ipoib_rounds > 1 ? " rounds" : " round")
+	   << " ===\n";
+	for (const auto &name : ipoib_order) {
+		const bool ping = name.rfind("ping", 0) == 0;
+		const auto &sides = ipoib[name];
+		std::string why;
+		for (const auto &one : sides)
+			for (const auto &f : one)
+				if (why.empty() && !f.error.empty())
+					why = f.error;
+		if (why.empty() && (sides[0].empty() || sides[0].size() != sides[1].size()))
+			why = !fatal.empty() ? fatal : !ipoib_fatal.empty() ? ipoib_fatal : "no round ran";
+		if (!why.empty()) {
+			ip << "ratio ours/upstream: " << name << ": NOT MEASURED: " << why << "\n";
+			status = 1;
+			continue;
+		}
+		std::vector<double> ratio;
+		std::string raw;
+		char buf[64];
+		for (std::size_t i = 0; i < sides[0].size(); i++) {
+			const double mine = sides[0][i].value, theirs = sides[1][i].value;
+			ratio.push_back(ping ? theirs / mine : mine / theirs);
+			std::snprintf(buf, sizeof buf, " %.0f/%.0f", mine, theirs);
+			raw += buf;
+		}
+		double med = 0;
+		ip << "ratio ours/upstream: " << name << " " << Spread(ratio, &med) << "  [ours/upstream "
+		   << (ping ? "us:" : "Mbit/s:") << raw << (ping ? "; latency: ratio is upstream/ours" : "") << "]\n";
+	}
+	if (!ipoib_fatal.empty()) {
+		ip << "IPoIB: stopped: " << ipoib_fatal << "\n";
+		status = 1;
+	}
+	const std::string iptext = ip.str();
+	std::fputs(iptext.c_str(), stdout);
+	std::ofstream(iblab::default_build_dir() + "/lab/ipoib_rate.txt", std::ios::trunc) << iptext;
 	return status;
 }
