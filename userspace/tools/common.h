@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// Shared by ibcm_pingpong and ibcm_connrate: options, paths, event waits.
+// Shared by the ibcm_* tools: options, paths, event waits, disconnects.
 #ifndef IBCM_TOOLS_COMMON_H
 #define IBCM_TOOLS_COMMON_H
 
@@ -83,6 +83,16 @@ template <typename T> T wait_for(Device &cm, std::uint32_t id, std::chrono::mill
 std::string describe_cma(ByteView private_data);
 
 std::uint32_t random_psn();
+
+// Waits (up to 5 s) for @conn's TimewaitExit; not seeing it is no error
+// (timewait is the kernel's business).
+void drain_timewait(Device &cm, ConnectionId &conn);
+
+// Ends an established connection from either side: our DREQ, then the
+// peer's DREP; if the peer disconnected first (an rdma_cm server does) or
+// the DREQs crossed, our DREP to its DREQ. Then drain_timewait().
+// Any other event, or nothing within @timeout, throws.
+void disconnect_and_drain(Device &cm, ConnectionId &conn, std::chrono::milliseconds timeout);
 
 // The passive side's INIT->RTR before its REP: the CM learns the receive
 // PSN only from the REP it has not sent yet, so (as Linux's consumers do)

@@ -42,15 +42,6 @@ RcQp make_qp(ibv_context *ctx, const Config &c)
 	return make_traffic_qp(ctx, c.port, c);
 }
 
-void drain_timewait(Device &cm, std::uint32_t id)
-{
-	try {
-		wait_for<TimewaitExit>(cm, id, milliseconds(5000));
-	} catch (const std::exception &) {
-		// timewait is the kernel's business; not waiting longer is fine
-	}
-}
-
 int run_server(const Config &c, const Args &args)
 {
 	ContextPtr ctx = open_verbs(c.dev);
@@ -63,9 +54,11 @@ int run_server(const Config &c, const Args &args)
 
 	ReqReceived req = wait_for<ReqReceived>(cm, listener.handle(), c.timeout);
 	ConnectionId conn = std::move(req.conn);
+	bool rdma_cm_peer = false;
 	if (args.has("rdma-cm-port")) {
 		const std::string who = describe_cma(req.private_data);
-		std::printf("ibcm_pingpong: REQ from %s\n", who.empty() ? "a peer without cma_hdr" : who.c_str());
+		rdma_cm_peer = !who.empty();
+		std::printf("ibcm_pingpong: REQ from %s\n", rdma_cm_peer ? who.c_str() : "a peer without cma_hdr");
 	}
 	RcQp qp = make_qp(ctx.get(), c);
 	qp.modify(conn, IBV_QPS_INIT);
@@ -83,9 +76,14 @@ int run_server(const Config &c, const Args &args)
 	const int rc = traffic(qp, c, 0, 1, primed);
 	if (rc)
 		return rc;
-	wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
-	conn.drep();
-	drain_timewait(cm, conn.handle());
+	if (rdma_cm_peer) {
+		// as an rdma_cm server: ucmatose's client waits for our DREQ
+		disconnect_and_drain(cm, conn, c.timeout);
+	} else {
+		wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
+		conn.drep();
+		drain_timewait(cm, conn);
+	}
 	std::printf("ibcm_pingpong: server done, %llu messages of %zu bytes each way\n",
 		    static_cast<unsigned long long>(c.iters), c.size);
 	return 0;
@@ -141,37 +139,7 @@ int run_client(const Config &c, const Args &args)
 	if (rc)
 		return rc;
 	const double secs = duration<double>(steady_clock::now() - t1).count();
-	bool answered = false;
-	try {
-		conn.disconnect();
-	} catch (const std::system_error &) {
-		// the server disconnected first (an rdma_cm server does)
-		wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
-		conn.drep();
-		answered = true;
-	}
-	if (!answered) {
-		std::optional<Event> ev;
-		const auto deadline = steady_clock::now() + c.timeout;
-		for (;;) {
-			if (steady_clock::now() > deadline)
-				throw std::runtime_error("no DREP");
-			ev = cm.next_event(c.timeout);
-			if (!ev || header(*ev).id != conn.handle())
-				continue;
-			if (std::holds_alternative<DrepReceived>(*ev))
-				break;
-			if (std::holds_alternative<DreqReceived>(*ev)) { // both sides sent DREQ
-				try {
-					conn.drep();
-				} catch (const std::system_error &) {
-				}
-				break;
-			}
-			throw std::runtime_error(describe_unexpected(*ev));
-		}
-	}
-	drain_timewait(cm, conn.handle());
+	disconnect_and_drain(cm, conn, c.timeout);
 	std::printf("ibcm_pingpong: %llu messages of %zu bytes each way in %.3f s (%.0f msg/s), %s\n",
 		    static_cast<unsigned long long>(c.iters), c.size, secs, 2.0 * static_cast<double>(c.iters) / secs,
 		    c.verify ? "data verified" : "data not verified");
