@@ -16,7 +16,10 @@
 //
 // --rdma-cm-port P uses the rdma_cm service ID of RDMA_PS_TCP and P, and
 // (client) puts the cma_hdr in the REQ, so an rdma_cm server such as
-// "ucmatose -s -p P" accepts it; its data is not our pattern: --no-verify.
+// "ucmatose -b B -p P" accepts it; its data is not our pattern: --no-verify.
+// The server serves an rdma_cm client ("ucmatose -s A -p P", whose REQ has
+// a cma_hdr) the same way, and then sends the DREQ itself: ucmatose's
+// client waits for the server's.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
