@@ -76,6 +76,16 @@ std::string RpingText(int ping, std::size_t size)
 	return s;
 }
 
+// ucmatose's @output has every one of @lines and no error ("cmatose:
+// event:" for a CM error event, "fail..." for anything else).
+void ExpectUcmatose(const std::string &output, std::initializer_list<const char *> lines)
+{
+	for (const char *line : lines)
+		EXPECT_NE(output.find(line), std::string::npos) << "ucmatose never printed " << line << output;
+	EXPECT_EQ(output.find("cmatose: event:"), std::string::npos) << output;
+	EXPECT_EQ(output.find("fail"), std::string::npos) << output;
+}
+
 class OursRdmaCm : public SmSuite {
 protected:
 	static void SetUpTestSuite()
@@ -88,12 +98,7 @@ protected:
 		if (!lab_ || !setup_error_.empty())
 			return;
 		auto up = lab_->guest("vm0").exec(
-			std::string("modprobe ib_ipoib && modprobe rdma_ucm && modprobe ib_uverbs && ip link set ib0 up && "
-				    "ip addr add ") +
-				kUpIp +
-				"/24 dev ib0 && for i in $(seq 1 60); do ip link show ib0 | grep -q LOWER_UP && exit 0; "
-				"sleep 1; done; ip link show ib0; exit 1",
-			120s);
+			IpoibUp("modprobe ib_ipoib && modprobe rdma_ucm && modprobe ib_uverbs", kUpIp), 120s);
 		if (!up.ok()) {
 			setup_error_ = "vm0: IPoIB/rdma_ucm: " + up.output;
 			return;
@@ -107,11 +112,8 @@ protected:
 		// Our ib_ipoib (taint O: the out-of-tree module from updates/),
 		// for the reverse cases: upstream clients find us by ARP.
 		auto ipoib = lab_->guest("vm1").exec(
-			std::string("modprobe ib_ipoib && grep -q O /sys/module/ib_ipoib/taint && ip link set ib0 up && "
-				    "ip addr add ") +
-				kOurIp +
-				"/24 dev ib0 && for i in $(seq 1 60); do ip link show ib0 | grep -q LOWER_UP && exit 0; "
-				"sleep 1; done; cat /sys/module/ib_ipoib/taint; ip link show ib0; exit 1",
+			IpoibUp("modprobe ib_ipoib && grep -q O /sys/module/ib_ipoib/taint", kOurIp) +
+				" || { cat /sys/module/ib_ipoib/taint; exit 1; }",
 			120s);
 		if (!ipoib.ok()) {
 			setup_error_ = "vm1: our ib_ipoib: " + ipoib.output;
@@ -128,6 +130,15 @@ protected:
 			return;
 		}
 		up_lid_ = lid.output.substr(0, lid.output.find_first_of(" \n"));
+	}
+
+	// @load, then ib0 up with @ip/24, waiting (60 s) for its carrier;
+	// exits 1 (after showing ib0) if anything fails.
+	static std::string IpoibUp(const std::string &load, const char *ip)
+	{
+		return "{ " + load + " && ip link set ib0 up && ip addr add " + ip +
+		       "/24 dev ib0 && for i in $(seq 1 60); do ip link show ib0 | grep -q LOWER_UP && exit 0; "
+		       "sleep 1; done; ip link show ib0; false; }";
 	}
 
 	// Starts @server in vm0 and waits (up to 30 s) until rdma_cm lists a
@@ -203,12 +214,10 @@ TEST_F(OursRdmaCm, UcmatoseServesOurClient)
 		<< r.cli.output;
 	ASSERT_TRUE(r.srv_done) << "ucmatose did not finish:\n" << r.srv.output;
 	EXPECT_TRUE(Ok(r.srv)) << r.srv.output;
-	for (const char *line : {"cmatose: starting server\n", "initiating data transfers\n", "completing sends\n",
-				 "receiving data transfers\n", "data transfers complete\n", "cmatose: disconnecting\n",
-				 "disconnected\n", "test complete\n", "return status 0\n"})
-		EXPECT_NE(r.srv.output.find(line), std::string::npos) << "ucmatose never printed " << line << r.srv.output;
-	EXPECT_EQ(r.srv.output.find("cmatose: event:"), std::string::npos) << r.srv.output;
-	EXPECT_EQ(r.srv.output.find("fail"), std::string::npos) << r.srv.output;
+	ExpectUcmatose(r.srv.output, {"cmatose: starting server\n", "initiating data transfers\n", "completing sends\n",
+				      "receiving data transfers\n", "data transfers complete\n",
+				      "cmatose: disconnecting\n", "disconnected\n", "test complete\n",
+				      "return status 0\n"});
 }
 
 TEST_F(OursRdmaCm, RpingServesOurClient)
@@ -268,12 +277,9 @@ TEST_F(OursRdmaCm, UcmatoseClientReachesOurServer)
 		<< r.srv.output;
 	// ucmatose's client receives our 10, sends its 10 and waits for our
 	// DREQ ("test complete" comes only after the disconnect).
-	for (const char *line : {"cmatose: starting client\n", "cmatose: connecting\n", "receiving data transfers\n",
-				 "sending replies\n", "data transfers complete\n", "test complete\n",
-				 "return status 0\n"})
-		EXPECT_NE(r.cli.output.find(line), std::string::npos) << "ucmatose never printed " << line << r.cli.output;
-	EXPECT_EQ(r.cli.output.find("cmatose: event:"), std::string::npos) << r.cli.output;
-	EXPECT_EQ(r.cli.output.find("fail"), std::string::npos) << r.cli.output;
+	ExpectUcmatose(r.cli.output, {"cmatose: starting client\n", "cmatose: connecting\n",
+				      "receiving data transfers\n", "sending replies\n", "data transfers complete\n",
+				      "test complete\n", "return status 0\n"});
 }
 
 TEST_F(OursRdmaCm, RpingClientReachesOurServer)

@@ -3,6 +3,7 @@
 #ifndef IBCM_TOOLS_COMMON_H
 #define IBCM_TOOLS_COMMON_H
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -102,6 +103,22 @@ inline void passive_rtr(RcQp &qp, ConnectionId &conn, std::uint32_t rq_psn)
 	QpAttr rtr = conn.init_qp_attr(IBV_QPS_RTR);
 	rtr.attr.rq_psn = rq_psn;
 	modify_qp(qp.qp(), rtr);
+}
+
+// The REP for @req on a QP in INIT with its receives posted: a random PSN
+// (passive_rtr() takes the QP to RTR with it), at most 1 responder
+// resource and initiator depth and no more than the REQ offers the other
+// way, RNR retry 7.
+inline RepParams passive_rep(RcQp &qp, ConnectionId &conn, const ReqReceived &req)
+{
+	RepParams rep;
+	rep.qpn = qp.qpn();
+	rep.psn = random_psn();
+	passive_rtr(qp, conn, rep.psn);
+	rep.responder_resources = std::min<std::uint8_t>(req.initiator_depth, 1);
+	rep.initiator_depth = std::min<std::uint8_t>(req.responder_resources, 1);
+	rep.rnr_retry_count = 7;
+	return rep;
 }
 
 } // namespace ibcm::tools

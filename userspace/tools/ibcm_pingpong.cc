@@ -66,14 +66,7 @@ int run_server(const Config &c, const Args &args)
 	RcQp qp = make_qp(ctx.get(), c);
 	qp.modify(conn, IBV_QPS_INIT);
 	const std::uint64_t primed = prime_receives(qp, c);
-	RepParams rep;
-	rep.qpn = qp.qpn();
-	rep.psn = random_psn();
-	passive_rtr(qp, conn, rep.psn);
-	rep.responder_resources = std::min<std::uint8_t>(req.initiator_depth, 1);
-	rep.initiator_depth = std::min<std::uint8_t>(req.responder_resources, 1);
-	rep.rnr_retry_count = 7;
-	conn.accept(rep);
+	conn.accept(passive_rep(qp, conn, req));
 	wait_for<Established>(cm, conn.handle(), c.timeout);
 	qp.modify(conn, IBV_QPS_RTS);
 	const int rc = traffic(qp, c, 0, 1, primed);

@@ -31,6 +31,7 @@
 // DREP, and a summary line with the number of pings.
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 
 #include "common.h"
@@ -113,39 +114,21 @@ public:
 	// again at once. nullopt if @stop (asked while nothing completes)
 	// says so. A completion error, a message of another length or no
 	// message within the timeout throws.
-	template <typename Stop> std::optional<RpingInfo> receive(Stop &&stop, const char *what)
+	std::optional<RpingInfo> receive(const std::function<bool()> &stop, const std::string &what)
 	{
-		auto last = steady_clock::now();
-		for (;;) {
-			ibv_wc wc;
-			const int n = ibv_poll_cq(qp_.cq(), 1, &wc);
-			if (n < 0)
-				throw std::runtime_error("ibv_poll_cq failed");
-			if (n == 0) {
-				if (stop())
-					return std::nullopt;
-				if (steady_clock::now() - last > timeout_)
-					throw std::runtime_error(std::string("no ") + what + " from the peer");
-				continue;
-			}
-			last = steady_clock::now();
-			check(wc);
-			if (wc.wr_id == kSendWr) {
-				sends_--;
-				continue;
-			}
-			if (wc.wr_id == kRdmaWr)
-				throw std::runtime_error("an RDMA completion nobody waits for");
-			if (wc.byte_len != kRpingInfoSize)
-				throw std::runtime_error(std::string(what) + " of " + std::to_string(wc.byte_len) +
-							 " bytes, want 16");
-			const int slot = static_cast<int>(wc.wr_id);
-			const auto info = decode_rping_info(qp_.slot(slot), wc.byte_len);
-			qp_.post_recv(slot, static_cast<std::uint64_t>(slot));
-			return info;
-		}
+		const std::optional<ibv_wc> wc = next(stop, what + " from the peer");
+		if (!wc)
+			return std::nullopt;
+		if (wc->wr_id == kRdmaWr)
+			throw std::runtime_error("an RDMA completion nobody waits for");
+		if (wc->byte_len != kRpingInfoSize)
+			throw std::runtime_error(what + " of " + std::to_string(wc->byte_len) + " bytes, want 16");
+		const int slot = static_cast<int>(wc->wr_id);
+		const auto info = decode_rping_info(qp_.slot(slot), wc->byte_len);
+		qp_.post_recv(slot, static_cast<std::uint64_t>(slot));
+		return info;
 	}
-	std::optional<RpingInfo> receive(const char *what)
+	std::optional<RpingInfo> receive(const std::string &what)
 	{
 		return receive([] { return false; }, what);
 	}
@@ -155,7 +138,8 @@ public:
 	{
 		send(info);
 		receive("go-ahead");
-		wait_sends();
+		if (next([this] { return sends_ == 0; }, "send completion"))
+			throw std::runtime_error("an unexpected completion while waiting for a send");
 	}
 
 	// An RDMA READ (@write false) or WRITE of @len bytes between @local and
@@ -175,49 +159,38 @@ public:
 		ibv_send_wr *bad = nullptr;
 		if (const int rc = ibv_post_send(qp_.qp(), &wr, &bad))
 			throw std::system_error(rc, std::generic_category(), "ibv_post_send (RDMA)");
-		for (const auto deadline = steady_clock::now() + timeout_;;) {
-			ibv_wc wc;
-			const int n = ibv_poll_cq(qp_.cq(), 1, &wc);
-			if (n < 0)
-				throw std::runtime_error("ibv_poll_cq failed");
-			if (n == 0) {
-				if (steady_clock::now() > deadline)
-					throw std::runtime_error(std::string("no RDMA ") + (write ? "WRITE" : "READ") +
-								 " completion");
-				continue;
-			}
-			check(wc);
-			if (wc.wr_id == kRdmaWr)
-				return;
-			if (wc.wr_id != kSendWr)
-				throw std::runtime_error("a message from the peer before our RDMA completed");
-			sends_--;
-		}
+		const std::optional<ibv_wc> wc =
+			next([] { return false; }, std::string("RDMA ") + (write ? "WRITE" : "READ") + " completion");
+		if (wc->wr_id != kRdmaWr)
+			throw std::runtime_error("a message from the peer before our RDMA completed");
 	}
 
 private:
-	static void check(const ibv_wc &wc)
+	// The next completion that is not one of our SENDs' (those are counted
+	// off), or nullopt once @stop says so while nothing completes. An
+	// error status, or nothing for the timeout, throws (@what names it).
+	std::optional<ibv_wc> next(const std::function<bool()> &stop, const std::string &what)
 	{
-		if (wc.status != IBV_WC_SUCCESS)
-			throw std::runtime_error(std::string("completion error: ") + ibv_wc_status_str(wc.status));
-	}
-
-	void wait_sends()
-	{
-		for (const auto deadline = steady_clock::now() + timeout_; sends_ > 0;) {
+		for (auto last = steady_clock::now();;) {
 			ibv_wc wc;
 			const int n = ibv_poll_cq(qp_.cq(), 1, &wc);
 			if (n < 0)
 				throw std::runtime_error("ibv_poll_cq failed");
 			if (n == 0) {
-				if (steady_clock::now() > deadline)
-					throw std::runtime_error("no send completion");
+				if (stop())
+					return std::nullopt;
+				if (steady_clock::now() - last > timeout_)
+					throw std::runtime_error("no " + what);
 				continue;
 			}
-			check(wc);
-			if (wc.wr_id != kSendWr)
-				throw std::runtime_error("an unexpected completion while waiting for a send");
-			sends_--;
+			last = steady_clock::now();
+			if (wc.status != IBV_WC_SUCCESS)
+				throw std::runtime_error(std::string("completion error: ") + ibv_wc_status_str(wc.status));
+			if (wc.wr_id == kSendWr) {
+				sends_--;
+				continue;
+			}
+			return wc;
 		}
 	}
 
@@ -313,17 +286,11 @@ int run_server(const Config &c)
 	Control ctl(qp, c.timeout);
 	qp.modify(conn, IBV_QPS_INIT);
 	ctl.prime();
-	RepParams rep;
-	rep.qpn = qp.qpn();
-	rep.psn = random_psn();
-	passive_rtr(qp, conn, rep.psn);
 	// We RDMA READ the client's source: our initiator depth is the
 	// client's responder resources.
-	rep.responder_resources = std::min<std::uint8_t>(req.initiator_depth, 1);
-	rep.initiator_depth = std::min<std::uint8_t>(req.responder_resources, 1);
+	const RepParams rep = passive_rep(qp, conn, req);
 	if (rep.initiator_depth == 0)
 		std::printf("ibcm_rping: the REQ offers no responder resources: the RDMA READs will fail\n");
-	rep.rnr_retry_count = 7;
 	conn.accept(rep);
 	wait_for<Established>(cm, conn.handle(), c.timeout);
 	qp.modify(conn, IBV_QPS_RTS);
