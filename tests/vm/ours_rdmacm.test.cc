@@ -28,11 +28,12 @@
 //       own description of the text), both exit 0, rping reports the
 //       client's disconnect and nothing else.
 //   UcmatoseClientReachesOurServer  ibcm_pingpong --server --rdma-cm-port
-//       7471 --iters 10 --size 100 on vm1; `ucmatose -s 192.168.91.2 -p
-//       7471 -C 10 -S 100` on vm0, whose client receives 10, sends 10 and
-//       waits for the server's DREQ. Checked: our side saw the cma_hdr
-//       (vm0's address to ours), 10 messages of 100 bytes each way, sent
-//       the DREQ, exit 0; ucmatose printed each stage, "test complete"
+//       7471 --iters 10 --size 100 --echo-of-last on vm1; `ucmatose -s
+//       192.168.91.2 -p 7471 -C 10 -S 100` on vm0, whose client receives
+//       10 into one buffer, sends that buffer 10 times and waits for the
+//       server's DREQ. Checked: our side saw the cma_hdr (vm0's address to
+//       ours), 10 messages of 100 bytes each way, every reply byte equal
+//       to our last message's, sent the DREQ, exit 0; ucmatose printed each stage, "test complete"
 //       (only after the disconnect), "return status 0", no event error.
 //   RpingClientReachesOurServer  ibcm_rping --server --size 64 --verbose
 //       on vm1; `rping -c -a 192.168.91.2 -C 10 -S 64 -v` on vm0. Our
@@ -262,7 +263,7 @@ TEST_F(OursRdmaCm, RpingServesOurClient)
 TEST_F(OursRdmaCm, UcmatoseClientReachesOurServer)
 {
 	Run2 r = OursServe(kTools + "/ibcm_pingpong --dev mthca0 --server --rdma-cm-port 7471 --iters 10 --size 100 "
-				    "--no-verify 2>&1",
+				    "--echo-of-last 2>&1",
 			   std::string("ucmatose -s ") + kOurIp + " -p 7471 -C 10 -S 100 2>&1");
 	std::printf("--- ibcm_pingpong --server (vm1) ---\n%s--- ucmatose -s (vm0) ---\n%s", r.srv.output.c_str(),
 		    r.cli.output.c_str());
@@ -273,7 +274,10 @@ TEST_F(OursRdmaCm, UcmatoseClientReachesOurServer)
 		  std::string::npos)
 		<< r.srv.output;
 	EXPECT_NE(r.srv.output.find(std::string(" -> ") + kOurIp + "\n"), std::string::npos) << r.srv.output;
-	EXPECT_NE(r.srv.output.find("ibcm_pingpong: server done, 10 messages of 100 bytes each way"), std::string::npos)
+	// Each of ucmatose's replies is its receive buffer, which our last
+	// message filled: ibcm_pingpong checks every byte (--echo-of-last).
+	EXPECT_NE(r.srv.output.find("ibcm_pingpong: server done, 10 messages of 100 bytes each way, data verified"),
+		  std::string::npos)
 		<< r.srv.output;
 	// ucmatose's client receives our 10, sends its 10 and waits for our
 	// DREQ ("test complete" comes only after the disconnect).

@@ -9,7 +9,7 @@
 // timeout (4.096 us * 2^T) and MaxCMRetries; the client prints the time it
 // waits for each try (2 * PacketLifeTime + that timeout).
 //
-//   server: ibcm_pingpong --dev mthca0 --server [--sid S | --rdma-cm-port P]
+//   server: ibcm_pingpong --dev mthca0 --server [--sid S | --rdma-cm-port P] [--echo-of-last]
 //   client: ibcm_pingpong --dev mthca0 (--dgid G | --dlid L) [--no-sa]
 //           [--sid S | --rdma-cm-port P --src-ip A --dst-ip B] [--no-verify]
 //           [--cm-timeout T] [--cm-retries N]
@@ -19,7 +19,9 @@
 // "ucmatose -b B -p P" accepts it; its data is not our pattern: --no-verify.
 // The server serves an rdma_cm client ("ucmatose -s A -p P", whose REQ has
 // a cma_hdr) the same way, and then sends the DREQ itself: ucmatose's
-// client waits for the server's.
+// client waits for the server's. Its client SENDs back its one receive
+// buffer, which holds our last message: --echo-of-last checks each reply
+// against that.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -80,8 +82,8 @@ int run_server(const Config &c, const Args &args)
 		conn.drep();
 		drain_timewait(cm, conn);
 	}
-	std::printf("ibcm_pingpong: server done, %llu messages of %zu bytes each way\n",
-		    static_cast<unsigned long long>(c.iters), c.size);
+	std::printf("ibcm_pingpong: server done, %llu messages of %zu bytes each way, %s\n",
+		    static_cast<unsigned long long>(c.iters), c.size, c.verify ? "data verified" : "data not verified");
 	return 0;
 }
 
@@ -147,7 +149,7 @@ int run_client(const Config &c, const Args &args)
 int main(int argc, char **argv)
 {
 	try {
-		const Args args(argc, argv, {"server", "no-sa", "no-verify", "help"},
+		const Args args(argc, argv, {"server", "no-sa", "no-verify", "echo-of-last", "help"},
 				{"dev", "port", "sid", "rdma-cm-port", "src-ip", "dst-ip", "src-port", "dgid", "dlid",
 				 "iters", "size", "depth", "timeout", "cm-timeout", "cm-retries"});
 		if (args.has("help") || !args.has("dev"))
@@ -160,6 +162,7 @@ int main(int argc, char **argv)
 		c.size = args.num("size", 64);
 		c.depth = static_cast<int>(args.num("depth", 64));
 		c.verify = !args.has("no-verify");
+		c.peer_echoes_last = args.has("echo-of-last");
 		c.timeout = milliseconds(args.num("timeout", 30) * 1000);
 		if (c.size == 0 || c.size > 65536 || c.depth <= 0 || c.depth > 4096 || c.iters == 0)
 			throw UsageError("--size 1..65536, --depth 1..4096, --iters >= 1");
@@ -179,7 +182,7 @@ int main(int argc, char **argv)
 			     "       ibcm_pingpong --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
 			     "                     [--sid S | --rdma-cm-port P --src-ip A --dst-ip B [--src-port Q]]\n"
 			     "                     [--cm-timeout T] [--cm-retries N]\n"
-			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify]\n";
+			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify | --echo-of-last]\n";
 		return 2;
 	} catch (const std::exception &e) {
 		std::cerr << "ibcm_pingpong: " << e.what() << "\n";
