@@ -262,7 +262,7 @@ TEST_F(OursRdmaCm, RpingServesOurClient)
 // address (ARP answered by our ib_ipoib) and connect through rdma_cm.
 TEST_F(OursRdmaCm, UcmatoseClientReachesOurServer)
 {
-	Run2 r = OursServe(kTools + "/ibcm_pingpong --dev mthca0 --server --rdma-cm-port 7471 --iters 10 --size 100 "
+	Run2 r = OursServe("stdbuf -oL " + kTools + "/ibcm_pingpong --dev mthca0 --server --rdma-cm-port 7471 --iters 10 --size 100 "
 				    "--echo-of-last 2>&1",
 			   std::string("ucmatose -s ") + kOurIp + " -p 7471 -C 10 -S 100 2>&1");
 	std::printf("--- ibcm_pingpong --server (vm1) ---\n%s--- ucmatose -s (vm0) ---\n%s", r.srv.output.c_str(),
@@ -290,7 +290,7 @@ TEST_F(OursRdmaCm, RpingClientReachesOurServer)
 {
 	constexpr int kCount = 10;
 	constexpr std::size_t kSize = 64;
-	Run2 r = OursServe(kTools + "/ibcm_rping --dev mthca0 --server --rdma-cm-port 7174 --size 64 --verbose 2>&1",
+	Run2 r = OursServe("stdbuf -oL " + kTools + "/ibcm_rping --dev mthca0 --server --rdma-cm-port 7174 --size 64 --verbose 2>&1",
 			   std::string("rping -c -a ") + kOurIp + " -p 7174 -C 10 -S 64 -v 2>&1");
 	std::printf("--- ibcm_rping --server (vm1) ---\n%s--- rping -c (vm0) ---\n%s", r.srv.output.c_str(),
 		    r.cli.output.c_str());

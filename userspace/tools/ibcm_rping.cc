@@ -298,14 +298,12 @@ int run_server(const Config &c)
 	std::fflush(stdout);
 
 	// The client's DREQ, looked for while no advertisement comes.
-	bool dreq = false;
 	const auto dreq_arrived = [&] {
 		std::optional<Event> ev = cm.next_event(milliseconds(0));
 		if (!ev || header(*ev).id != conn.handle() || std::holds_alternative<MraReceived>(*ev))
 			return false;
 		if (!std::holds_alternative<DreqReceived>(*ev))
 			throw std::runtime_error(describe_unexpected(*ev));
-		dreq = true;
 		return true;
 	};
 	const auto t0 = steady_clock::now();
