@@ -172,6 +172,12 @@ std::string describe_cma(ByteView pd)
 	       h->dst.to_string();
 }
 
+Listener listen_rdma_cm(Device &cm, std::uint16_t port)
+{
+	constexpr std::uint64_t kLow = 0xffffff;
+	return cm.listen(rdma_cm_service_id(PortSpace::tcp, port) & kLow, kLow);
+}
+
 std::uint32_t random_psn()
 {
 	return std::random_device{}() & 0xffffff;

@@ -52,7 +52,9 @@ int run_server(const Config &c, const Args &args)
 	ContextPtr ctx = open_verbs(c.dev);
 	const ibv_port_attr pa = query_port(ctx.get(), c.port);
 	Device cm = Device::open(c.dev);
-	Listener listener = cm.listen(c.sid);
+	Listener listener = args.has("rdma-cm-port")
+				    ? listen_rdma_cm(cm, static_cast<std::uint16_t>(args.num("rdma-cm-port", 0)))
+				    : cm.listen(c.sid);
 	std::printf("ibcm_pingpong: listening on service 0x%016llx, lid %u gid %s\n",
 		    static_cast<unsigned long long>(c.sid), pa.lid, format_gid(query_gid(ctx.get(), c.port)).c_str());
 	std::fflush(stdout);

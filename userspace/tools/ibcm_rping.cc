@@ -267,7 +267,7 @@ int run_server(const Config &c)
 	const ibv_port_attr pa = query_port(ctx.get(), c.port);
 	Device cm = Device::open(c.dev);
 	const std::uint64_t sid = rdma_cm_service_id(PortSpace::tcp, c.cm_port);
-	Listener listener = cm.listen(sid);
+	Listener listener = listen_rdma_cm(cm, c.cm_port);
 	std::printf("ibcm_rping: listening on port %u (service 0x%016llx), lid %u\n", c.cm_port,
 		    static_cast<unsigned long long>(sid), pa.lid);
 	std::fflush(stdout);
