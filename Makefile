@@ -66,10 +66,17 @@ help:
 # ibstack/, the test modules in tests/), the directory the VM tests of our
 # stack hand to the lab (iblab --modules, which takes .ko files at any depth).
 MODULES_DIR = $(BUILD)/modules
+# Kbuild compiles with its cwd in the kernel tree and names our sources by
+# the M= path, which ccache hashes: M= is a symlink of the cache pointed at
+# this tree (under a lock, for the build's length), the same path in every
+# clone, so a fresh clone's objects hit. The objects stay in this tree.
+KBUILD_STOCK = $(CACHE)/kbuild-stock
+kbuild_stock = mkdir -p $(CACHE) && flock $(KBUILD_STOCK).lock sh -c \
+	'ln -sfn $(CURDIR) $(KBUILD_STOCK) && $(MAKE) -C $(KDIR) M=$(KBUILD_STOCK)$(1) $(KBUILD_CCACHE) $(2)'
 
 modules:
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): run .ci/deps"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_CCACHE) modules
+	+$(call kbuild_stock,,modules)
 	@rm -rf $(MODULES_DIR)/ibstack && mkdir -p $(MODULES_DIR)/ibstack && \
 	  find drivers -name '*.ko' -exec cp {} $(MODULES_DIR)/ibstack/ \; && \
 	  echo "modules: $$(ls $(MODULES_DIR)/ibstack | tr '\n' ' ')-> $(MODULES_DIR)/ibstack"
@@ -77,14 +84,13 @@ modules:
 # The test modules (tests/kmod) link against our modules' symbols. They go
 # into $(MODULES_DIR) beside ours, for the lab, but are not installed.
 test-modules: modules
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod $(KBUILD_CCACHE) \
-		KBUILD_EXTRA_SYMBOLS=$(CURDIR)/Module.symvers modules
+	+$(call kbuild_stock,/tests/kmod,KBUILD_EXTRA_SYMBOLS=$(KBUILD_STOCK)/Module.symvers modules)
 	@rm -rf $(MODULES_DIR)/tests && mkdir -p $(MODULES_DIR)/tests && \
 	  find tests/kmod -name '*.ko' -exec cp {} $(MODULES_DIR)/tests/ \; && \
 	  echo "test-modules: $$(ls $(MODULES_DIR)/tests | tr '\n' ' ')-> $(MODULES_DIR)/tests"
 
 modules_install: modules
-	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	+$(call kbuild_stock,,INSTALL_MOD_DIR=updates modules_install)
 	depmod -a $(KVER)
 
 # Our kernel sources: everything C under drivers/ and include/rdma, but not

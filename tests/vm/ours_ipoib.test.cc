@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-// Issue 12, slice 1: our ib_ipoib in datagram mode against upstream's, on
-// the debug kernel lane (KASAN, lockdep, kmemleak on our guests).
+// Issue 12, slices 1 and 2: our ib_ipoib in datagram and connected mode
+// against upstream's, on the debug kernel lane (KASAN, lockdep, kmemleak
+// on our guests).
 //
 //   OursIpoib  vm0 upstream (the host's stock kernel: ib_ipoib, OpenSM),
 //              vm1 and vm2 ours (ib_mthca, ib_umad, ib_sa, ib_ipoib), all
@@ -14,9 +15,10 @@
 //   Ping6LinkLocalAllPairs  the same with ping -6 to each fe80:: address
 //       (neighbour discovery through the solicited-node groups).
 //   SysfsAsUpstream  mode, pkey, umcast, type, addr_len, mtu and broadcast
-//       read on ours as on the upstream guest; ours' address has flags 0
-//       (no connected mode offered) and its port GID; "datagram\n" may be
-//       written to mode, "connected\n" is refused.
+//       read on ours as on the upstream guest; ours' address has flags 0x80
+//       (connected mode offered, as upstream's) and its port GID; writing
+//       "connected\n" and "datagram\n" to mode switches the mode and the
+//       MTU (65520, 2044) on ours as on upstream.
 //   FlapAndReloadUnderPing  ip link set ib0 down/up three times under a
 //       ping from vm1, then ib_ipoib removed from vm1 while vm2 and vm0
 //       ping it and it pings them, loaded again: ping works in both
@@ -25,6 +27,18 @@
 //   PortDownUpRejoins  the emulator takes vm2's link down (the carrier
 //       goes off) and up (OpenSM makes the port ACTIVE): the groups are
 //       joined again and vm2 pings vm0 and vm1, vm1 pings vm2 over IPv6.
+//   ConnectedModeAllPairs  all three in connected mode, MTU 65520: every
+//       ordered pair pings with 60000 bytes and fragmentation forbidden
+//       (-M do: only an RC connection carries it), pattern checked; ours
+//       list the connections with each peer both ways as up, and vm0
+//       (rdma resource show qp) holds RC QPs of ib_ipoib in RTS whose
+//       remote QPs are the active and passive ones ours list; vm2's ib0 flaps
+//       under connected traffic (its connections close with DREQs, new
+//       ones carry the next pings), then, quiet, closes its passive
+//       connections after 4 s idle (cm_rx_idle_secs) and vm1 its active
+//       one to vm2 on that DREQ, and a new ping connects again; back to
+//       datagram, ours drop their
+//       active connections and 3000-byte pings work.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
 //       every test: KASAN, lockdep, WARNING, ...).
@@ -32,6 +46,7 @@
 #include <functional>
 #include <future>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,9 +115,10 @@ protected:
 	// a second or so on the debug kernel). "" on success, else what went
 	// wrong.
 	static std::string PingChecked(int from, const std::string &dst, int size, const std::string &pattern,
-				       int count = 3, bool v6 = false)
+				       int count = 3, bool v6 = false, const std::string &extra = "")
 	{
-		const std::string ping = std::string("ping ") + (v6 ? "-6 " : "") + "-s " + std::to_string(size) + " ";
+		const std::string ping = std::string("ping ") + (v6 ? "-6 " : "") + extra + "-s " +
+					 std::to_string(size) + " ";
 		Guest &g = guest(kNames[from]);
 		auto r = g.exec("ok=0; for i in $(seq 1 10); do " + ping + "-c 1 -W 2 " + dst +
 					" >/dev/null 2>&1 && ok=1 && break; done; [ $ok = 1 ] || { echo never answered; "
@@ -175,35 +191,53 @@ TEST_F(OursIpoib, Ping6LinkLocalAllPairs)
 
 TEST_F(OursIpoib, SysfsAsUpstream)
 {
-	const std::string files = "mode pkey umcast type addr_len mtu broadcast";
-	auto read = [&](Guest &g) {
-		auto r = Run(g, "cd /sys/class/net/ib0 && for f in " + files + "; do echo \"$f=$(cat $f)\"; done");
+	const std::string read = "cd /sys/class/net/ib0 && for f in mode pkey umcast type addr_len mtu broadcast; do "
+				 "echo \"$f=$(cat $f)\"; done";
+	// The mode switch and the MTU it sets, then back; the same script on
+	// upstream's vm0 gives what ours must.
+	const std::string modes = "cd /sys/class/net/ib0 && echo datagram > mode && echo datagram=$?; "
+				  "echo connected > mode; echo connected=$?; cat mode mtu; "
+				  "echo -n connected 2>/dev/null > mode; echo bare=$?; "
+				  "echo datagram > mode; echo datagram=$?; cat mode mtu; "
+				  "echo 1 > umcast && cat umcast && echo 0 > umcast && cat umcast";
+	// One exec per guest (each costs a second or two on the debug
+	// kernel): the files, the address and port GID, the mode switches,
+	// the files again.
+	const std::string script = read + "; echo ---; cat /sys/class/net/ib0/address "
+					  "/sys/class/infiniband/mthca0/ports/1/gids/0; echo ---; " +
+				   modes + "; echo ---; " + read;
+	auto parts = [&](Guest &g) {
+		auto r = Run(g, script);
 		EXPECT_TRUE(Ok(r)) << g.name();
-		return r.output;
+		std::vector<std::string> out;
+		size_t at = 0;
+		for (size_t sep; (sep = r.output.find("---\n", at)) != std::string::npos; at = sep + 4)
+			out.push_back(r.output.substr(at, sep - at));
+		out.push_back(r.output.substr(at));
+		out.resize(4);
+		return out;
 	};
-	std::string up = read(guest("vm0"));
-	EXPECT_NE(up.find("mode=datagram\n"), std::string::npos) << up;
-	EXPECT_NE(up.find("pkey=0xffff\n"), std::string::npos) << up;
+	auto up = parts(guest("vm0"));
+	EXPECT_NE(up[0].find("mode=datagram\n"), std::string::npos) << up[0];
+	EXPECT_NE(up[0].find("pkey=0xffff\n"), std::string::npos) << up[0];
+	EXPECT_EQ(up[1].substr(0, 3), "80:") << "upstream offers connected mode: " << up[1];
+	EXPECT_EQ(up[2], "datagram=0\nconnected=0\nconnected\n65520\nbare=1\ndatagram=0\ndatagram\n2044\n1\n0\n");
+	EXPECT_EQ(up[3], up[0]);
 	for (const char *name : {"vm1", "vm2"}) {
-		Guest &g = guest(name);
-		EXPECT_EQ(read(g), up) << name << " reads other sysfs values than upstream's vm0";
-		auto addr = Run(g, "cat /sys/class/net/ib0/address; cat /sys/class/infiniband/mthca0/ports/1/gids/0");
-		ASSERT_TRUE(Ok(addr));
+		auto ours = parts(guest(name));
+		EXPECT_EQ(ours[0], up[0]) << name << " reads other sysfs values than upstream's vm0";
 		std::smatch m;
-		ASSERT_TRUE(std::regex_match(addr.output, m,
+		ASSERT_TRUE(std::regex_match(ours[1], m,
 					     std::regex("([0-9a-f]{2}):([0-9a-f:]{8}):([0-9a-f:]{47})\n([0-9a-f:]{39})\n")))
-			<< addr.output;
-		EXPECT_EQ(m[1], "00") << "ours must not offer connected mode: " << addr.output;
+			<< ours[1];
+		EXPECT_EQ(m[1], "80") << "ours must offer connected mode, as upstream: " << ours[1];
 		std::string gid = m[3];
 		gid.erase(std::remove(gid.begin(), gid.end(), ':'), gid.end());
 		std::string port_gid = m[4];
 		port_gid.erase(std::remove(port_gid.begin(), port_gid.end(), ':'), port_gid.end());
-		EXPECT_EQ(gid, port_gid) << addr.output;
-
-		auto w = Run(g, "cd /sys/class/net/ib0 && echo datagram > mode && echo datagram=$?; "
-				"echo connected 2>/dev/null > mode; echo connected=$?; cat mode; "
-				"echo 1 > umcast && cat umcast && echo 0 > umcast && cat umcast");
-		EXPECT_EQ(w.output, "datagram=0\nconnected=1\ndatagram\n1\n0\n") << name;
+		EXPECT_EQ(gid, port_gid) << ours[1];
+		EXPECT_EQ(ours[2], up[2]) << name << ": the mode switches";
+		EXPECT_EQ(ours[3], up[0]) << name << " after the mode switches";
 	}
 }
 
@@ -265,6 +299,113 @@ TEST_F(OursIpoib, PortDownUpRejoins)
 	EXPECT_EQ(PingChecked(1, ll_[2] + "%ib0", 200, Pattern(1, 2, 7), 3, true), "");
 }
 
+// Connected mode (RFC 4755) in all pairings. 60000-byte echoes with
+// fragmentation forbidden pass only over RC (the UD MTU is 2044).
+TEST_F(OursIpoib, ConnectedModeAllPairs)
+{
+	std::string qpn[3];
+	for (int i = 0; i < 3; ++i) {
+		Guest &g = guest(kNames[i]);
+		auto r = Run(g, "cd /sys/class/net/ib0 && echo connected > mode && ip link set ib0 mtu 65520 && "
+				"cat mode mtu address");
+		ASSERT_TRUE(Ok(r)) << kNames[i];
+		ASSERT_EQ(r.output.substr(0, 16), "connected\n65520\n") << kNames[i] << ": " << r.output;
+		// The UD QPN, bytes 1-3 of the address, as ours lists it.
+		std::string a = r.output.substr(16);
+		qpn[i] = "0x" + a.substr(3, 2) + a.substr(6, 2) + a.substr(9, 2);
+	}
+	lab_->mark("all three in connected mode");
+	EXPECT_EQ(AllPairs([](int a, int b) {
+			  return PingChecked(a, Ip4(b), 60000, Pattern(a, b, 0x60), 3, false, "-M do ");
+		  }),
+		  "");
+
+	// Ours list each peer's connections, both ways, up; upstream's vm0
+	// holds, for each of ours, an RC QP of ib_ipoib in RTS whose remote
+	// QP is our passive one (its sends) and one whose remote is our
+	// active one (its receives).
+	auto up_qps = Run(guest("vm0"), "rdma resource show qp");
+	ASSERT_TRUE(Ok(up_qps));
+	std::set<unsigned long> up_remotes;
+	std::regex up_rc("lqpn [0-9]+ rqpn ([0-9]+) type RC state RTS[^\n]*comm \\[ib_ipoib\\]");
+	for (auto it = std::sregex_iterator(up_qps.output.begin(), up_qps.output.end(), up_rc);
+	     it != std::sregex_iterator(); ++it)
+		up_remotes.insert(std::stoul((*it)[1]));
+	for (int i : {1, 2}) {
+		auto r = Run(guest(kNames[i]), "cat /sys/class/net/ib0/cm_connections");
+		ASSERT_TRUE(Ok(r));
+		for (int peer = 0; peer < 3; ++peer) {
+			if (peer == i)
+				continue;
+			std::smatch tx, rx;
+			EXPECT_TRUE(std::regex_search(
+				r.output, tx, std::regex("(^|\n)tx [0-9a-f:]+ qpn " + qpn[peer] + " rc 0x([0-9a-f]{6}) up\n")))
+				<< kNames[i] << " has no active connection to " << kNames[peer] << ":\n" << r.output;
+			EXPECT_TRUE(std::regex_search(
+				r.output, rx, std::regex("(^|\n)rx qpn " + qpn[peer] + " rc 0x([0-9a-f]{6}) up\n")))
+				<< kNames[i] << " has no passive connection from " << kNames[peer] << ":\n" << r.output;
+			if (peer != 0 || tx.empty() || rx.empty())
+				continue;
+			EXPECT_TRUE(up_remotes.count(std::stoul(tx[2], nullptr, 16)))
+				<< "vm0 has no RC QP in RTS connected to " << kNames[i] << "'s active QP:\n"
+				<< r.output << up_qps.output;
+			EXPECT_TRUE(up_remotes.count(std::stoul(rx[2], nullptr, 16)))
+				<< "vm0 has no RC QP in RTS connected to " << kNames[i] << "'s passive QP:\n"
+				<< r.output << up_qps.output;
+		}
+	}
+
+	// vm2's ib0 down and up under connected traffic from vm0 and vm1: its
+	// connections close (DREQs both ways) and new ones carry the pings.
+	// It comes back closing passive connections idle for 4 s (the period
+	// of the idle check is set when ib0 comes up).
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "echo 4 > /sys/module/ib_ipoib/parameters/cm_rx_idle_secs")));
+	auto in0 = guest("vm0").start_exec("ping -i 0.2 -s 30000 -w 12 " + Ip4(2) + " >/dev/null 2>&1; true", 30s);
+	auto in1 = guest("vm1").start_exec("ping -i 0.2 -s 30000 -w 12 " + Ip4(2) + " >/dev/null 2>&1; true", 30s);
+	std::this_thread::sleep_for(2s);
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "ip link set ib0 down && sleep 1 && ip link set ib0 up && "
+					 "end=$(($(date +%s) + 30)); until ip link show ib0 | grep -q LOWER_UP; do "
+					 "[ $(date +%s) -ge $end ] && exit 1; sleep 0.3; done",
+			   60s)));
+	lab_->mark("vm2's ib0 flapped in connected mode");
+	EXPECT_EQ(PingChecked(2, Ip4(0), 60000, Pattern(2, 0, 0x62), 2, false, "-M do "), "");
+	EXPECT_EQ(PingChecked(1, Ip4(2), 60000, Pattern(1, 2, 0x62), 2, false, "-M do "), "");
+	in0->wait_for(25s);
+	in1->wait_for(25s);
+
+	// Quiet: vm2 closes its passive connections (DREQ), vm1 drops its
+	// active one to vm2 on that DREQ, and the next ping connects again.
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "end=$(($(date +%s) + 20)); "
+					 "while grep -q '^rx ' /sys/class/net/ib0/cm_connections; do "
+					 "[ $(date +%s) -ge $end ] && { cat /sys/class/net/ib0/cm_connections; exit 1; }; "
+					 "sleep 0.5; done",
+			   60s)))
+		<< "vm2 kept idle passive connections";
+	EXPECT_TRUE(Ok(Run(guest("vm1"), "end=$(($(date +%s) + 10)); "
+					 "while grep -q '^tx .* qpn " + qpn[2] + " ' /sys/class/net/ib0/cm_connections; do "
+					 "[ $(date +%s) -ge $end ] && { cat /sys/class/net/ib0/cm_connections; exit 1; }; "
+					 "sleep 0.3; done",
+			   60s)))
+		<< "vm1 kept its connection to vm2 after vm2's DREQ";
+	EXPECT_EQ(PingChecked(1, Ip4(2), 60000, Pattern(1, 2, 0x63), 2, false, "-M do "), "");
+
+	// Back to datagram: the MTU falls back, the active connections go,
+	// and UD carries (fragmented) traffic again.
+	for (int i = 0; i < 3; ++i) {
+		auto r = Run(guest(kNames[i]), "cd /sys/class/net/ib0 && echo datagram > mode && cat mode mtu");
+		ASSERT_TRUE(Ok(r));
+		EXPECT_EQ(r.output, "datagram\n2044\n") << kNames[i];
+	}
+	for (int i : {1, 2}) {
+		auto r = Run(guest(kNames[i]), "end=$(($(date +%s) + 20)); "
+					       "while grep -q '^tx ' /sys/class/net/ib0/cm_connections; do "
+					       "[ $(date +%s) -ge $end ] && { cat /sys/class/net/ib0/cm_connections; exit 1; }; "
+					       "sleep 0.3; done");
+		EXPECT_TRUE(Ok(r)) << kNames[i] << " kept active connections in datagram mode";
+	}
+	EXPECT_EQ(AllPairs([](int a, int b) { return PingChecked(a, Ip4(b), 3000, Pattern(a, b, 0x61), 2); }), "");
+}
+
 // Last: every module of ours unloads, and kmemleak is clean.
 TEST_F(OursIpoib, UnloadsWithoutLeaks)
 {
@@ -276,7 +417,7 @@ TEST_F(OursIpoib, UnloadsWithoutLeaks)
 		ASSERT_EQ(g.stack(), Stack::Ours) << name << " must run our stack";
 		runs.push_back(std::async(std::launch::async, [&g] {
 			auto u = g.exec("ip link set ib0 down && rmmod ib_ipoib && "
-					"rmmod ib_umad ib_sa ib_mthca ib_mad ib_core && ! grep -q '^ib_' /proc/modules",
+					"rmmod ib_umad ib_sa ib_cm ib_mthca ib_mad ib_core && ! grep -q '^ib_' /proc/modules",
 					120s);
 			if (!u.ok())
 				return g.name() + ": unload: " + u.describe() + "\n" + u.output +

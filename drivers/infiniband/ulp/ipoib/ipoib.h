@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ib_ipoib: IP over InfiniBand, datagram mode (RFC 4391), as an ib_client
- * of our core. One net_device per port (named ib%d) carries the port's
- * default P_Key. See Documentation/ipoib.md.
+ * ib_ipoib: IP over InfiniBand, datagram mode (RFC 4391) and connected
+ * mode (RFC 4755), as an ib_client of our core. One net_device per port
+ * (named ib%d) carries the port's default P_Key. See
+ * Documentation/ipoib.md.
  *
  * The roles, one file each:
  *   ipoib_main.c   module, ib_client, net_device, header_ops, events
  *   ipoib_ib.c     PD/MR/CQ/UD QP, send and receive rings, NAPI
  *   ipoib_mcast.c  multicast groups: the broadcast group and the mc list
  *   ipoib_path.c   unicast path records and address handles, by GID
- *   ipoib_fs.c     the sysfs files mode, pkey, umcast
- *   ipoib_addr.c   pure helpers: hw address, MGIDs, state names
+ *   ipoib_cm.c     connected mode: the SRQ, the listener, RC connections
+ *   ipoib_fs.c     the sysfs files mode, pkey, umcast, cm_connections
+ *   ipoib_addr.c   pure helpers: hw address, MGIDs, CM private data,
+ *                  MTUs, state names
  */
 #ifndef IPOIB_H
 #define IPOIB_H
@@ -18,10 +21,12 @@
 #include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 
+#include <rdma/ib_cm.h>
 #include <rdma/ib_sa.h>
 #include <rdma/ib_verbs.h>
 
@@ -29,7 +34,7 @@
 #define IPOIB_ENCAP_LEN		4	/* struct ipoib_encap */
 #define IPOIB_HARD_LEN		(IPOIB_ALEN + IPOIB_ENCAP_LEN)
 #define IPOIB_GRH_LEN		40
-#define IPOIB_FLAGS_RC		0x80	/* connected mode: never advertised */
+#define IPOIB_FLAGS_RC		0x80	/* hw address byte 0: IPoIB-CM accepted */
 #define IPOIB_QKEY_UNSET	0
 #define IPOIB_MAX_QUEUED	16	/* skbs waiting on one path or group */
 #define IPOIB_SA_TIMEOUT_MS	3000
@@ -50,6 +55,20 @@ struct ipoib_pseudo {
 	u8	hwaddr[IPOIB_ALEN];
 };
 
+/*
+ * Connected mode (RFC 4755). The service ID of an interface is this OR
+ * its UD QPN; the REQ and REP carry struct ipoib_cm_data.
+ */
+#define IPOIB_CM_SERVICE_BASE	0x1000000000000000ULL
+#define IPOIB_CM_MAX_RX_SGE	16	/* the page count the MTU is sized by */
+#define IPOIB_CM_MTU_SLACK	0x10	/* pages * PAGE_SIZE less this */
+
+/* The private data of an IPoIB-CM REQ or REP (RFC 4755, 4.3). */
+struct ipoib_cm_data {
+	__be32	qpn;	/* the sender's UD QPN; the top byte is ignored */
+	__be32	mtu;	/* the largest packet it receives, encap included */
+};
+
 /* --- ipoib_addr.c: pure helpers (KUnit: ipoib_addr_test.c) -------------- */
 
 void ipoib_build_hwaddr(u8 *addr, u32 qpn, const union ib_gid *gid, u8 flags);
@@ -61,6 +80,11 @@ bool ipoib_mgid_is_ipoib(const union ib_gid *mgid);
 u16 ipoib_full_pkey(u16 pkey);
 int ipoib_mtu_from_ib(int ib_mtu);
 unsigned int ipoib_ring_size(int requested, unsigned int min, unsigned int max);
+__be64 ipoib_cm_service_id(u32 qpn);
+void ipoib_cm_data_pack(struct ipoib_cm_data *data, u32 qpn, u32 buf_size);
+int ipoib_cm_data_unpack(const void *pdata, size_t len, u32 *qpn, u32 *buf_size);
+int ipoib_cm_max_mtu(int max_srq_sge, unsigned long page_size);
+int ipoib_mtu_limit(bool connected, int cm_mtu, int ud_mtu);
 
 /* The multicast group states (ipoib_mcast.c), named in mcast_state_names. */
 enum ipoib_mcast_state {
@@ -81,8 +105,18 @@ enum ipoib_path_state {
 	IPOIB_PATH_NR_STATES
 };
 
+/* The states of a connection (ipoib_cm.c), named in cm_state_names. */
+enum ipoib_cm_state {
+	IPOIB_CM_NEW,		/* active: waits for the CM task to send the REQ */
+	IPOIB_CM_CONNECTING,	/* REQ sent (active) or REP sent (passive) */
+	IPOIB_CM_UP,		/* RTU sent or received: traffic flows */
+	IPOIB_CM_DEAD,		/* off every live list; the reaper frees it */
+	IPOIB_CM_NR_STATES
+};
+
 const char *ipoib_mcast_state_name(enum ipoib_mcast_state s);
 const char *ipoib_path_state_name(enum ipoib_path_state s);
+const char *ipoib_cm_state_name(enum ipoib_cm_state s);
 
 /* --- the device ------------------------------------------------------------ */
 
@@ -128,12 +162,54 @@ struct ipoib_mcast {
 	struct ipoib_dev	*priv;
 };
 
+struct ipoib_path;
+
+/*
+ * The active side of a connection: an RC QP that only sends, to one peer
+ * (GID and UD QPN), owned by the path of that GID.
+ */
+struct ipoib_cm_tx {
+	struct list_head	list;		/* priv->cm_tx or priv->cm_dead_tx */
+	struct ipoib_dev	*priv;
+	struct ipoib_path	*path;		/* the owner; NULL once DEAD */
+	enum ipoib_cm_state	state;
+	union ib_gid		dgid;
+	u32			peer_qpn;	/* the peer's UD QPN */
+	u32			peer_mtu;	/* its REP's buffer size */
+	unsigned int		index;		/* in priv->cm_tx_table, wr_id */
+	struct ib_sa_path_rec	rec;
+	struct ib_cm_id		*id;
+	struct ib_qp		*qp;
+	u32			qp_num;		/* for the listing; 0 before the QP */
+	struct ipoib_tx_buf	*ring;
+	unsigned int		head;		/* see ipoib_dev's "Locking" */
+	unsigned int		tail;
+	struct sk_buff_head	queue;		/* sends waiting for the REP */
+};
+
+/*
+ * The passive side of a connection: an RC QP that only receives, into
+ * the interface's SRQ.
+ */
+struct ipoib_cm_rx {
+	struct list_head	list;		/* priv->cm_rx or priv->cm_dead_rx */
+	struct ipoib_dev	*priv;
+	enum ipoib_cm_state	state;
+	u32			peer_qpn;	/* the peer's UD QPN (its REQ) */
+	u32			qp_num;		/* our RC QP's */
+	unsigned long		last_rx;	/* jiffies of the last receive */
+	struct ib_cm_id		*id;
+	struct ib_qp		*qp;
+};
+
 struct ipoib_path {
 	struct hlist_node	node;		/* priv->paths */
 	union ib_gid		dgid;
 	enum ipoib_path_state	state;
 	struct ib_sa_path_rec	rec;
 	struct ipoib_ah		*ah;
+	struct ipoib_cm_tx	*cm;		/* connected mode, or NULL */
+	unsigned long		cm_retry_at;	/* jiffies: no new one before */
 	struct sk_buff_head	queue;		/* sends waiting for the record */
 	unsigned long		retry_at;	/* jiffies, when FAILED */
 	int			query_id;
@@ -146,7 +222,11 @@ enum ipoib_flags {
 	IPOIB_FLAG_UP,		/* ndo_open done, ndo_stop not begun */
 	IPOIB_FLAG_QP_READY,	/* the QP is in RTS with receives posted */
 	IPOIB_FLAG_UMCAST,	/* sysfs umcast: non-IPoIB groups allowed */
+	IPOIB_FLAG_CM_ADMIN,	/* sysfs mode: connected */
+	IPOIB_FLAG_CM_UP,	/* SRQ, CQ and listener up (ipoib_cm_up) */
 };
+
+#define IPOIB_CM_MAX_TX		32	/* active connections per interface */
 
 /*
  * struct ipoib_dev - the private part of one ib%d net_device
@@ -163,7 +243,15 @@ enum ipoib_flags {
  *   the drain in ipoib_ib_down() with NAPI disabled); each reads the
  *   other's with READ_ONCE and orders with smp_mb around the queue stop.
  * - The receive ring is touched by NAPI alone (and by up/down with NAPI
- *   disabled).
+ *   disabled). The same holds for the SRQ ring and @cm_napi.
+ * - Connected mode: @lock also guards @cm_tx, @cm_dead_tx, @cm_rx,
+ *   @cm_dead_rx, @cm_tx_table, each connection's state and queue, and a
+ *   path's @cm pointer. An active connection's ring head is advanced by
+ *   xmit with @lock held and the state UP (so the reaper, which marks it
+ *   DEAD under @lock, sees the last head); its tail by @cm_napi, or by the
+ *   reaper with @cm_napi disabled. A connection is freed only by the
+ *   reaper (@cm_task) or ipoib_cm_down(), after its cm_id is destroyed
+ *   (no handler runs any more) and its ring is empty.
  * - @mcast_task, @path_task, @flush_task, @reap_task and @mtu_task run on
  *   @wq (ordered, so they never run at once); ndo_stop clears
  *   IPOIB_FLAG_UP under @lock before cancelling them, and nothing queues
@@ -213,6 +301,31 @@ struct ipoib_dev {
 	struct delayed_work	mtu_task;
 	unsigned long		pending_events;	/* bits of enum ib_event_type */
 
+	/* connected mode (ipoib_cm.c) */
+	bool			cm_supported;	/* the HCA has SRQs: 0x80 offered */
+	int			cm_mtu;		/* the netdev MTU in connected mode */
+	unsigned int		cm_buf_size;	/* cm_mtu + encap */
+	struct ib_cq		*cm_cq;
+	struct ib_srq		*cm_srq;
+	struct ipoib_rx_buf	*cm_srq_ring;
+	unsigned int		cm_srq_size;
+	struct ib_cm_id		*cm_listen;
+	u8			ca_ack_delay;	/* for our REPs */
+	/*
+	 * Held by the listener's handler while it accepts a REQ (creates a
+	 * QP on @cm_srq); ipoib_cm_down() takes it once after clearing
+	 * IPOIB_FLAG_CM_UP, so no accept outlives the SRQ.
+	 */
+	struct mutex		cm_accept_mutex;
+	struct napi_struct	cm_napi;
+	struct list_head	cm_tx;
+	struct list_head	cm_dead_tx;
+	struct list_head	cm_rx;
+	struct list_head	cm_dead_rx;
+	struct ipoib_cm_tx	*cm_tx_table[IPOIB_CM_MAX_TX];
+	struct work_struct	cm_task;	/* connects and reaps */
+	struct delayed_work	cm_stale_task;	/* idle passive connections */
+
 	struct ib_event_handler	event_handler;
 	struct list_head	list;		/* the device's ipoib_dev list */
 };
@@ -244,6 +357,9 @@ static inline void ipoib_tx_drop(struct ipoib_dev *priv, struct sk_buff *skb)
 }
 
 int ipoib_napi_poll(struct napi_struct *napi, int budget);
+void ipoib_hand_up(struct ipoib_dev *priv, struct napi_struct *napi,
+		   struct sk_buff *skb);
+struct device *ipoib_dma(struct ipoib_dev *priv);
 
 /* ipoib_ah helpers (ipoib_ib.c) */
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev *priv,
@@ -269,6 +385,21 @@ void ipoib_path_flush(struct ipoib_dev *priv);
 netdev_tx_t ipoib_unicast_send(struct ipoib_dev *priv, const u8 *hwaddr,
 			       struct sk_buff *skb);
 void ipoib_requeue(struct ipoib_dev *priv, struct sk_buff_head *list);
+
+/* ipoib_cm.c */
+extern int ipoib_cm_rx_idle_secs;
+void ipoib_cm_init(struct ipoib_dev *priv);
+int ipoib_cm_up(struct ipoib_dev *priv);
+void ipoib_cm_down(struct ipoib_dev *priv);
+int ipoib_cm_napi_poll(struct napi_struct *napi, int budget);
+void ipoib_cm_task(struct work_struct *work);
+void ipoib_cm_stale_task(struct work_struct *work);
+bool ipoib_cm_wanted(struct ipoib_dev *priv, const u8 *hwaddr);
+bool ipoib_cm_send_locked(struct ipoib_dev *priv, struct ipoib_path *path,
+			  const u8 *hwaddr, struct sk_buff *skb);
+void ipoib_cm_retire_locked(struct ipoib_dev *priv, struct ipoib_cm_tx *tx);
+int ipoib_cm_set_mode(struct ipoib_dev *priv, bool connected);
+ssize_t ipoib_cm_show(struct ipoib_dev *priv, char *buf);
 
 /* ipoib_fs.c */
 extern const struct attribute_group ipoib_attr_group;

@@ -19,7 +19,7 @@
  * @addr: 20 bytes to fill
  * @qpn: the UD QP number (24 bits)
  * @gid: the port GID
- * @flags: byte 0 (0: datagram only; IPOIB_FLAGS_RC would offer connected mode)
+ * @flags: byte 0 (0: datagram only; IPOIB_FLAGS_RC offers connected mode)
  */
 void ipoib_build_hwaddr(u8 *addr, u32 qpn, const union ib_gid *gid, u8 flags)
 {
@@ -140,6 +140,86 @@ unsigned int ipoib_ring_size(int requested, unsigned int min, unsigned int max)
 	return roundup_pow_of_two(requested);
 }
 
+/**
+ * ipoib_cm_service_id() - the IPoIB-CM service ID of an interface
+ * @qpn: the interface's UD QPN (24 bits)
+ *
+ * Return: 0x1000000000000000 | @qpn, in network order: what the passive
+ * side listens on and the active side connects to.
+ */
+__be64 ipoib_cm_service_id(u32 qpn)
+{
+	return cpu_to_be64(IPOIB_CM_SERVICE_BASE | (qpn & 0xffffff));
+}
+
+/**
+ * ipoib_cm_data_pack() - the private data of our REQ or REP
+ * @data: to fill
+ * @qpn: our UD QPN
+ * @buf_size: the largest packet we receive, encapsulation header included
+ */
+void ipoib_cm_data_pack(struct ipoib_cm_data *data, u32 qpn, u32 buf_size)
+{
+	data->qpn = cpu_to_be32(qpn & 0xffffff);
+	data->mtu = cpu_to_be32(buf_size);
+}
+
+/**
+ * ipoib_cm_data_unpack() - read a peer's REQ or REP private data
+ * @pdata: the message's private data, or NULL
+ * @len: its length
+ * @qpn: out: the peer's UD QPN (the top byte dropped)
+ * @buf_size: out: the largest packet it receives, encap included
+ *
+ * Return: 0, or -EINVAL when the data is missing, short, or offers no
+ * room for a payload (a size of 4 bytes or less).
+ */
+int ipoib_cm_data_unpack(const void *pdata, size_t len, u32 *qpn, u32 *buf_size)
+{
+	struct ipoib_cm_data data;
+
+	if (!pdata || len < sizeof(data))
+		return -EINVAL;
+	memcpy(&data, pdata, sizeof(data));
+	if (be32_to_cpu(data.mtu) <= IPOIB_ENCAP_LEN)
+		return -EINVAL;
+	*qpn = be32_to_cpu(data.qpn) & 0xffffff;
+	*buf_size = be32_to_cpu(data.mtu);
+	return 0;
+}
+
+/**
+ * ipoib_cm_max_mtu() - the netdev MTU of connected mode
+ * @max_srq_sge: the HCA's scatter entries per SRQ receive
+ * @page_size: PAGE_SIZE
+ *
+ * As the 6.1 IPoIB sizes it, so that both ends show the same MTU: one page
+ * per scatter entry, 16 at most, less 16 bytes (65520 with 4 KiB pages).
+ *
+ * Return: the MTU, or 0 when the HCA gives no scatter entry.
+ */
+int ipoib_cm_max_mtu(int max_srq_sge, unsigned long page_size)
+{
+	int pages = min(max_srq_sge, IPOIB_CM_MAX_RX_SGE);
+
+	if (pages <= 0)
+		return 0;
+	return pages * (int)page_size - IPOIB_CM_MTU_SLACK;
+}
+
+/**
+ * ipoib_mtu_limit() - the largest netdev MTU in a mode
+ * @connected: the interface is in connected mode
+ * @cm_mtu: the connected-mode MTU (0: connected mode unavailable)
+ * @ud_mtu: the datagram MTU (the broadcast group's, less the encap)
+ *
+ * Return: @cm_mtu in connected mode when there is one, else @ud_mtu.
+ */
+int ipoib_mtu_limit(bool connected, int cm_mtu, int ud_mtu)
+{
+	return connected && cm_mtu > 0 ? cm_mtu : ud_mtu;
+}
+
 static const char *const mcast_state_names[IPOIB_MC_NR_STATES] = {
 	[IPOIB_MC_IDLE]		= "idle",
 	[IPOIB_MC_JOINING]	= "joining",
@@ -153,6 +233,13 @@ static const char *const path_state_names[IPOIB_PATH_NR_STATES] = {
 	[IPOIB_PATH_QUERYING]	= "querying",
 	[IPOIB_PATH_VALID]	= "valid",
 	[IPOIB_PATH_FAILED]	= "failed",
+};
+
+static const char *const cm_state_names[IPOIB_CM_NR_STATES] = {
+	[IPOIB_CM_NEW]		= "new",
+	[IPOIB_CM_CONNECTING]	= "connecting",
+	[IPOIB_CM_UP]		= "up",
+	[IPOIB_CM_DEAD]		= "dead",
 };
 
 /**
@@ -175,4 +262,15 @@ const char *ipoib_mcast_state_name(enum ipoib_mcast_state s)
 const char *ipoib_path_state_name(enum ipoib_path_state s)
 {
 	return (unsigned int)s < IPOIB_PATH_NR_STATES ? path_state_names[s] : "?";
+}
+
+/**
+ * ipoib_cm_state_name() - a connection state's name, for messages and sysfs
+ * @s: the state
+ *
+ * Return: a static string; "?" for an unknown value.
+ */
+const char *ipoib_cm_state_name(enum ipoib_cm_state s)
+{
+	return (unsigned int)s < IPOIB_CM_NR_STATES ? cm_state_names[s] : "?";
 }

@@ -140,6 +140,66 @@ static void ia_state_names(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, ipoib_path_state_name(IPOIB_PATH_VALID), "valid");
 	KUNIT_EXPECT_STREQ(test, ipoib_mcast_state_name(IPOIB_MC_NR_STATES), "?");
 	KUNIT_EXPECT_STREQ(test, ipoib_path_state_name(-1), "?");
+	for (s = 0; s < IPOIB_CM_NR_STATES; s++)
+		KUNIT_EXPECT_STRNEQ(test, ipoib_cm_state_name(s), "?");
+	KUNIT_EXPECT_STREQ(test, ipoib_cm_state_name(IPOIB_CM_UP), "up");
+	KUNIT_EXPECT_STREQ(test, ipoib_cm_state_name(IPOIB_CM_NR_STATES), "?");
+}
+
+/* RFC 4755: the service ID and the 8 bytes of REQ/REP private data. */
+static void ia_cm_wire(struct kunit *test)
+{
+	static const u8 want_sid[8] = { 0x10, 0, 0, 0, 0, 0x12, 0x34, 0x56 };
+	static const u8 want_data[8] = { 0x00, 0x12, 0x34, 0x56,
+					 0x00, 0x00, 0xff, 0xf4 };
+	struct ipoib_cm_data data;
+	__be64 sid;
+	u32 qpn = 0, size = 0;
+	u8 raw[8];
+
+	sid = ipoib_cm_service_id(0x123456);
+	KUNIT_EXPECT_EQ(test, memcmp(&sid, want_sid, 8), 0);
+	/* Only the QPN's 24 bits reach the service ID. */
+	sid = ipoib_cm_service_id(0xab123456);
+	KUNIT_EXPECT_EQ(test, memcmp(&sid, want_sid, 8), 0);
+
+	KUNIT_ASSERT_EQ(test, sizeof(data), 8UL);
+	ipoib_cm_data_pack(&data, 0x123456, 65524);
+	KUNIT_EXPECT_EQ(test, memcmp(&data, want_data, 8), 0);
+	KUNIT_EXPECT_EQ(test, ipoib_cm_data_unpack(&data, 8, &qpn, &size), 0);
+	KUNIT_EXPECT_EQ(test, qpn, 0x123456U);
+	KUNIT_EXPECT_EQ(test, size, 65524U);
+
+	/* The peer's top QPN byte is ignored; longer data is fine. */
+	memcpy(raw, want_data, 8);
+	raw[0] = 0xee;
+	KUNIT_EXPECT_EQ(test, ipoib_cm_data_unpack(raw, 8, &qpn, &size), 0);
+	KUNIT_EXPECT_EQ(test, qpn, 0x123456U);
+
+	/* Missing, short, or no room for a payload: refused. */
+	KUNIT_EXPECT_EQ(test, ipoib_cm_data_unpack(NULL, 8, &qpn, &size), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ipoib_cm_data_unpack(raw, 7, &qpn, &size), -EINVAL);
+	raw[4] = 0;
+	raw[5] = 0;
+	raw[6] = 0;
+	raw[7] = 4;
+	KUNIT_EXPECT_EQ(test, ipoib_cm_data_unpack(raw, 8, &qpn, &size), -EINVAL);
+	raw[7] = 5;
+	KUNIT_EXPECT_EQ(test, ipoib_cm_data_unpack(raw, 8, &qpn, &size), 0);
+	KUNIT_EXPECT_EQ(test, size, 5U);
+}
+
+static void ia_cm_mtu(struct kunit *test)
+{
+	/* 6.1 shows 65520 on an HCA with 16 or more SRQ scatter entries. */
+	KUNIT_EXPECT_EQ(test, ipoib_cm_max_mtu(27, 4096), 65520);
+	KUNIT_EXPECT_EQ(test, ipoib_cm_max_mtu(16, 4096), 65520);
+	KUNIT_EXPECT_EQ(test, ipoib_cm_max_mtu(4, 4096), 16368);
+	KUNIT_EXPECT_EQ(test, ipoib_cm_max_mtu(0, 4096), 0);
+
+	KUNIT_EXPECT_EQ(test, ipoib_mtu_limit(true, 65520, 2044), 65520);
+	KUNIT_EXPECT_EQ(test, ipoib_mtu_limit(false, 65520, 2044), 2044);
+	KUNIT_EXPECT_EQ(test, ipoib_mtu_limit(true, 0, 2044), 2044);
 }
 
 static struct kunit_case ia_cases[] = {
@@ -150,6 +210,8 @@ static struct kunit_case ia_cases[] = {
 	KUNIT_CASE(ia_foreign_groups),
 	KUNIT_CASE(ia_sizes),
 	KUNIT_CASE(ia_state_names),
+	KUNIT_CASE(ia_cm_wire),
+	KUNIT_CASE(ia_cm_mtu),
 	{}
 };
 

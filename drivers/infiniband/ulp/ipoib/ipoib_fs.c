@@ -2,15 +2,19 @@
 /*
  * ib_ipoib's sysfs files under /sys/class/net/ib%d/, as the 6.1 IPoIB
  * has them:
- *   mode    (rw) "datagram"; only datagram mode exists here, so writing
- *           "connected\n" fails (EOPNOTSUPP) and "datagram\n" is accepted;
+ *   mode    (rw) "datagram" or "connected"; "connected\n" switches to
+ *           connected mode (MTU 65520; EOPNOTSUPP on an HCA without
+ *           SRQs), "datagram\n" back (MTU lowered to the datagram one);
  *           anything else is EINVAL (the strings include the newline)
  *   pkey    (ro) "0x%04x\n", the full-member bit set
  *   umcast  (rw) 0/1: let sends to groups outside IPoIB's (no 0x401b or
  *           0x601b signature) join them as a send-only member
+ * and one of ours (upstream has none):
+ *   cm_connections (ro) the connected-mode connections, one a line
  */
 #include <linux/device.h>
 #include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 #include <linux/string.h>
 
 #include "ipoib.h"
@@ -22,19 +26,38 @@ static struct ipoib_dev *ipoib_from_dev(struct device *d)
 
 static ssize_t mode_show(struct device *d, struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "datagram\n");
+	bool cm = test_bit(IPOIB_FLAG_CM_ADMIN, &ipoib_from_dev(d)->flags);
+
+	return sysfs_emit(buf, cm ? "connected\n" : "datagram\n");
 }
 
 static ssize_t mode_store(struct device *d, struct device_attribute *attr,
 			  const char *buf, size_t count)
 {
-	if (!strcmp(buf, "datagram\n"))
-		return count;
+	bool connected;
+	int ret;
+
 	if (!strcmp(buf, "connected\n"))
-		return -EOPNOTSUPP;
-	return -EINVAL;
+		connected = true;
+	else if (!strcmp(buf, "datagram\n"))
+		connected = false;
+	else
+		return -EINVAL;
+	/* The MTU change needs RTNL, which may be waiting on sysfs. */
+	if (!rtnl_trylock())
+		return restart_syscall();
+	ret = ipoib_cm_set_mode(ipoib_from_dev(d), connected);
+	rtnl_unlock();
+	return ret ? ret : count;
 }
 static DEVICE_ATTR_RW(mode);
+
+static ssize_t cm_connections_show(struct device *d, struct device_attribute *attr,
+				   char *buf)
+{
+	return ipoib_cm_show(ipoib_from_dev(d), buf);
+}
+static DEVICE_ATTR_RO(cm_connections);
 
 static ssize_t pkey_show(struct device *d, struct device_attribute *attr, char *buf)
 {
@@ -70,6 +93,7 @@ static struct attribute *ipoib_attrs[] = {
 	&dev_attr_mode.attr,
 	&dev_attr_pkey.attr,
 	&dev_attr_umcast.attr,
+	&dev_attr_cm_connections.attr,
 	NULL,
 };
 

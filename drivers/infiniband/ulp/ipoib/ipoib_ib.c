@@ -201,7 +201,13 @@ void ipoib_ib_cleanup(struct ipoib_dev *priv)
 
 /* --- receive ring ----------------------------------------------------------- */
 
-static struct device *ipoib_dma(struct ipoib_dev *priv)
+/**
+ * ipoib_dma() - the device to map buffers for
+ * @priv: the interface
+ *
+ * Return: the HCA's DMA device.
+ */
+struct device *ipoib_dma(struct ipoib_dev *priv)
 {
 	return priv->ca->dma_device;
 }
@@ -259,17 +265,48 @@ static int ipoib_post_rx(struct ipoib_dev *priv, unsigned int i)
 	return ret;
 }
 
+/**
+ * ipoib_hand_up() - give a received packet to the stack
+ * @priv: the interface
+ * @napi: the NAPI context to use GRO through, or NULL
+ * @skb: data at a zeroed pseudo header, then the encap and the payload;
+ *	pkt_type set
+ *
+ * Softirq context (NAPI, or bottom halves disabled).
+ */
+void ipoib_hand_up(struct ipoib_dev *priv, struct napi_struct *napi,
+		   struct sk_buff *skb)
+{
+	struct net_device *dev = priv->dev;
+	struct ipoib_encap *encap;
+
+	skb_reset_mac_header(skb);
+	encap = (struct ipoib_encap *)(skb->data + IPOIB_ALEN);
+	skb->protocol = encap->proto;
+	skb_pull(skb, IPOIB_HARD_LEN);
+	skb_reset_network_header(skb);
+	skb->dev = dev;
+
+	dev->stats.rx_packets++;
+	dev->stats.rx_bytes += skb->len;
+	if (skb->pkt_type != PACKET_HOST)
+		dev->stats.multicast++;
+	if (napi)
+		napi_gro_receive(napi, skb);
+	else
+		netif_receive_skb(skb);
+}
+
 /*
- * Hands a received packet to the stack: drops the GRH, puts a zeroed
- * pseudo header where the GRH's last 20 bytes were (so the MAC header is
- * IPOIB_HARD_LEN long, as header_ops builds it), and reads the encap.
+ * Hands a received UD packet to the stack: drops the GRH and puts a
+ * zeroed pseudo header where the GRH's last 20 bytes were (so the MAC
+ * header is IPOIB_HARD_LEN long, as header_ops builds it).
  */
 static void ipoib_deliver(struct ipoib_dev *priv, struct sk_buff *skb,
 			  struct ib_wc *wc)
 {
 	struct net_device *dev = priv->dev;
 	const struct ib_grh *grh = (const struct ib_grh *)skb->data;
-	struct ipoib_encap *encap;
 
 	skb_put(skb, wc->byte_len);
 	if (wc->byte_len < IPOIB_GRH_LEN + IPOIB_ENCAP_LEN)
@@ -286,18 +323,7 @@ static void ipoib_deliver(struct ipoib_dev *priv, struct sk_buff *skb,
 
 	skb_pull(skb, IPOIB_GRH_LEN - IPOIB_ALEN);
 	memset(skb->data, 0, IPOIB_ALEN);
-	skb_reset_mac_header(skb);
-	encap = (struct ipoib_encap *)(skb->data + IPOIB_ALEN);
-	skb->protocol = encap->proto;
-	skb_pull(skb, IPOIB_HARD_LEN);
-	skb_reset_network_header(skb);
-	skb->dev = dev;
-
-	dev->stats.rx_packets++;
-	dev->stats.rx_bytes += skb->len;
-	if (skb->pkt_type != PACKET_HOST)
-		dev->stats.multicast++;
-	napi_gro_receive(&priv->napi, skb);
+	ipoib_hand_up(priv, &priv->napi, skb);
 	return;
 
 drop:

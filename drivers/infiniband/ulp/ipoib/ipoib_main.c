@@ -2,8 +2,9 @@
 /*
  * ib_ipoib: the module, the ib_client and the net_devices. For every port
  * of every device our core reports, an "ib%d" net_device with the port's
- * P_Key at index 0: ARPHRD_INFINIBAND, 20-byte addresses (flags 0, QPN,
- * GID), a 24-byte hard header (the destination address, which xmit reads,
+ * P_Key at index 0: ARPHRD_INFINIBAND, 20-byte addresses (flags, QPN,
+ * GID; the flags offer connected mode when the HCA has SRQs), a 24-byte
+ * hard header (the destination address, which xmit reads,
  * and the 4-byte encap that goes on the wire). ARP and neighbour
  * discovery are the kernel's; this file routes each packet to a group
  * (ipoib_mcast.c) or a path (ipoib_path.c), and turns port events into a
@@ -20,7 +21,7 @@
 #include "ipoib.h"
 
 MODULE_AUTHOR("ibstack");
-MODULE_DESCRIPTION("IP over InfiniBand, datagram mode (ibstack)");
+MODULE_DESCRIPTION("IP over InfiniBand, datagram and connected mode (ibstack)");
 MODULE_LICENSE("GPL");
 
 int ipoib_sendq_size = 128;
@@ -81,6 +82,12 @@ static int ipoib_open(struct net_device *dev)
 	ret = ipoib_ib_up(priv);
 	if (ret)
 		return ret;
+	ret = ipoib_cm_up(priv);
+	if (ret) {
+		netdev_warn(dev, "connected mode resources: %d\n", ret);
+		ipoib_ib_down(priv);
+		return ret;
+	}
 	spin_lock_bh(&priv->lock);
 	set_bit(IPOIB_FLAG_UP, &priv->flags);
 	spin_unlock_bh(&priv->lock);
@@ -106,6 +113,7 @@ static int ipoib_stop(struct net_device *dev)
 
 	ipoib_mcast_flush(priv, true);
 	ipoib_path_flush(priv);
+	ipoib_cm_down(priv);
 	/* A callback that ran before the flush may have queued these. */
 	cancel_delayed_work_sync(&priv->mcast_task);
 	cancel_delayed_work_sync(&priv->mtu_task);
@@ -148,7 +156,8 @@ static int ipoib_change_mtu(struct net_device *dev, int new_mtu)
 	spin_lock_bh(&priv->lock);
 	limit = priv->mcast_mtu ? min(priv->mcast_mtu, priv->max_ib_mtu) : priv->max_ib_mtu;
 	spin_unlock_bh(&priv->lock);
-	if (new_mtu > ipoib_mtu_from_ib(limit))
+	if (new_mtu > ipoib_mtu_limit(test_bit(IPOIB_FLAG_CM_ADMIN, &priv->flags),
+				      priv->cm_mtu, ipoib_mtu_from_ib(limit)))
 		return -EINVAL;
 	dev->mtu = new_mtu;
 	return 0;
@@ -241,6 +250,7 @@ static void ipoib_event(struct ib_event_handler *handler, struct ib_event *event
 
 static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 {
+	struct ib_device_attr dattr;
 	struct ib_port_attr attr;
 	struct net_device *dev;
 	struct ipoib_dev *priv;
@@ -252,6 +262,9 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 	if (ret)
 		return ERR_PTR(ret);
 	ret = ib_query_pkey(ca, port, 0, &pkey);
+	if (ret)
+		return ERR_PTR(ret);
+	ret = ib_query_device(ca, &dattr);
 	if (ret)
 		return ERR_PTR(ret);
 
@@ -279,6 +292,11 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 	INIT_WORK(&priv->flush_task, ipoib_flush_task);
 	INIT_WORK(&priv->reap_task, ipoib_reap_task);
 	INIT_DELAYED_WORK(&priv->mtu_task, ipoib_mcast_mtu_task);
+	ipoib_cm_init(priv);
+	priv->cm_mtu = ipoib_cm_max_mtu(dattr.max_srq_sge, PAGE_SIZE);
+	priv->cm_supported = dattr.max_srq > 0 && priv->cm_mtu > 0;
+	priv->cm_buf_size = priv->cm_mtu + IPOIB_ENCAP_LEN;
+	priv->ca_ack_delay = dattr.local_ca_ack_delay;
 
 	ret = ib_query_gid(ca, port, 0, &priv->gid);
 	if (ret)
@@ -295,12 +313,14 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 		goto err_wq;
 
 	netif_napi_add(dev, &priv->napi, ipoib_napi_poll);
+	netif_napi_add(dev, &priv->cm_napi, ipoib_cm_napi_poll);
 	dev->mtu = ipoib_mtu_from_ib(priv->max_ib_mtu);
-	dev->max_mtu = dev->mtu;
+	dev->max_mtu = priv->cm_supported ? priv->cm_mtu : dev->mtu;
 	dev->tx_queue_len = priv->tx_size * 2;
 	dev->dev_port = port - 1;
 	SET_NETDEV_DEV(dev, ca->dma_device);
-	ipoib_build_hwaddr(addr, priv->qp->qp_num, &priv->gid, 0);
+	ipoib_build_hwaddr(addr, priv->qp->qp_num, &priv->gid,
+			   priv->cm_supported ? IPOIB_FLAGS_RC : 0);
 	dev_addr_set(dev, addr);
 	ipoib_build_broadcast(dev->broadcast, priv->pkey);
 	dev->sysfs_groups[0] = &ipoib_attr_group;
@@ -319,6 +339,7 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 err_event:
 	ib_unregister_event_handler(&priv->event_handler);
 err_ib:
+	netif_napi_del(&priv->cm_napi);
 	netif_napi_del(&priv->napi);
 	ipoib_ib_cleanup(priv);
 err_wq:
@@ -338,6 +359,7 @@ static void ipoib_remove_port(struct ipoib_dev *priv)
 	ib_unregister_event_handler(&priv->event_handler);
 	unregister_netdev(priv->dev);
 	destroy_workqueue(priv->wq);
+	netif_napi_del(&priv->cm_napi);
 	netif_napi_del(&priv->napi);
 	ipoib_ib_cleanup(priv);		/* reaps the last address handles */
 	free_netdev(priv->dev);

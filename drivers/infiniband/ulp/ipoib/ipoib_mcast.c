@@ -106,7 +106,8 @@ void ipoib_mcast_restart(struct ipoib_dev *priv)
  * @work: &ipoib_dev.mtu_task.work
  *
  * Needs RTNL; ndo_stop holds RTNL while it cancels this work, so it only
- * tries for it, and comes back later when it is taken.
+ * tries for it, and comes back later when it is taken. In connected mode
+ * the MTU is the mode's, not the group's.
  */
 void ipoib_mcast_mtu_task(struct work_struct *work)
 {
@@ -121,6 +122,8 @@ void ipoib_mcast_mtu_task(struct work_struct *work)
 	spin_lock_bh(&priv->lock);
 	mtu = ipoib_mtu_from_ib(min(priv->mcast_mtu, priv->max_ib_mtu));
 	spin_unlock_bh(&priv->lock);
+	if (test_bit(IPOIB_FLAG_CM_ADMIN, &priv->flags))
+		mtu = 0;
 	if (mtu > 0 && priv->dev->mtu != mtu && dev_set_mtu(priv->dev, mtu))
 		netdev_warn(priv->dev, "MTU %d refused\n", mtu);
 	rtnl_unlock();

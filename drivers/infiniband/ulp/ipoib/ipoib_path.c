@@ -6,6 +6,8 @@
  * and has the path task ask ib_sa (PathRecord: DGID, SGID, P_Key, one
  * path); the answer sends the queued packets again through the device.
  * The QPN comes from the hardware address of each packet, not the path.
+ * In connected mode a VALID path also owns the active connection to its
+ * GID (ipoib_cm.c), retired when the path is flushed.
  *
  * States (enum ipoib_path_state):
  *   NEW --task--> QUERYING --ok--> VALID --flush--> (freed)
@@ -186,6 +188,8 @@ void ipoib_path_flush(struct ipoib_dev *priv)
 	hash_for_each_safe(priv->paths, bkt, tmp, path, node) {
 		hash_del(&path->node);
 		hlist_add_head(&path->node, &list);
+		if (path->cm)
+			ipoib_cm_retire_locked(priv, path->cm);
 		if (path->state == IPOIB_PATH_QUERYING)
 			ib_sa_cancel_query(path->query_id, path->query);
 	}
@@ -238,6 +242,11 @@ netdev_tx_t ipoib_unicast_send(struct ipoib_dev *priv, const u8 *hwaddr,
 
 	switch (path->state) {
 	case IPOIB_PATH_VALID:
+		if (ipoib_cm_wanted(priv, hwaddr) &&
+		    ipoib_cm_send_locked(priv, path, hwaddr, skb)) {
+			spin_unlock_bh(&priv->lock);
+			return NETDEV_TX_OK;
+		}
 		ah = path->ah;
 		kref_get(&ah->ref);
 		break;
