@@ -172,9 +172,56 @@ std::string describe_cma(ByteView pd)
 	       h->dst.to_string();
 }
 
+Listener listen_rdma_cm(Device &cm, std::uint16_t port)
+{
+	constexpr std::uint64_t kLow = 0xffffff;
+	return cm.listen(rdma_cm_service_id(PortSpace::tcp, port) & kLow, kLow);
+}
+
 std::uint32_t random_psn()
 {
 	return std::random_device{}() & 0xffffff;
+}
+
+void drain_timewait(Device &cm, ConnectionId &conn)
+{
+	try {
+		wait_for<TimewaitExit>(cm, conn.handle(), std::chrono::milliseconds(5000));
+	} catch (const std::exception &) {
+		// timewait is the kernel's business; not waiting longer is fine
+	}
+}
+
+void disconnect_and_drain(Device &cm, ConnectionId &conn, std::chrono::milliseconds timeout)
+{
+	bool dreq_sent = true;
+	try {
+		conn.disconnect();
+	} catch (const std::system_error &) {
+		dreq_sent = false; // the peer disconnected first
+	}
+	const auto deadline = std::chrono::steady_clock::now() + timeout;
+	for (;;) {
+		if (std::chrono::steady_clock::now() > deadline)
+			throw std::runtime_error(dreq_sent ? "no DREP from the peer" : "no DREQ from the peer");
+		std::optional<Event> ev = cm.next_event(timeout);
+		if (!ev || header(*ev).id != conn.handle())
+			continue;
+		if (std::holds_alternative<DrepReceived>(*ev) && dreq_sent)
+			break;
+		if (std::holds_alternative<DreqReceived>(*ev)) {
+			try {
+				conn.drep();
+			} catch (const std::system_error &) {
+				// both DREQs crossed: ib_cm has gone to timewait
+			}
+			break;
+		}
+		if (std::holds_alternative<MraReceived>(*ev))
+			continue;
+		throw std::runtime_error(describe_unexpected(*ev));
+	}
+	drain_timewait(cm, conn);
 }
 
 } // namespace ibcm::tools

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-// Shared by ibcm_pingpong and ibcm_connrate: options, paths, event waits.
+// Shared by the ibcm_* tools: options, paths, event waits, disconnects.
 #ifndef IBCM_TOOLS_COMMON_H
 #define IBCM_TOOLS_COMMON_H
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -79,10 +80,30 @@ PathRecord resolve_path(const Args &args, ibv_context *ctx, const std::string &d
 // thrown as CmEventError naming it. Timeout -> std::runtime_error.
 template <typename T> T wait_for(Device &cm, std::uint32_t id, std::chrono::milliseconds timeout);
 
+// A listen for the REQs an rdma_cm client sends to @port in the TCP port
+// space (service ID 0x0000000001060000 | port). ib_ucm refuses that ID
+// itself (ucm_check_listen(): rdma_cm's IDs are the kernel's), so this
+// listens on its low 24 bits (port space 0x06 and port) under a mask of
+// 0xffffff, which ucm_check_listen() lets through and ib_cm matches to
+// the rdma_cm ID (and to any other ID ending in them: the REQ's cma_hdr
+// is what the servers check). A stopgap until ib_ucm decides how user
+// space may serve rdma_cm clients on a guest without rdma_cm.
+Listener listen_rdma_cm(Device &cm, std::uint16_t port);
+
 // The cma_hdr of a REQ's private data, as text, or "" if none.
 std::string describe_cma(ByteView private_data);
 
 std::uint32_t random_psn();
+
+// Waits (up to 5 s) for @conn's TimewaitExit; not seeing it is no error
+// (timewait is the kernel's business).
+void drain_timewait(Device &cm, ConnectionId &conn);
+
+// Ends an established connection from either side: our DREQ, then the
+// peer's DREP; if the peer disconnected first (an rdma_cm server does) or
+// the DREQs crossed, our DREP to its DREQ. Then drain_timewait().
+// Any other event, or nothing within @timeout, throws.
+void disconnect_and_drain(Device &cm, ConnectionId &conn, std::chrono::milliseconds timeout);
 
 // The passive side's INIT->RTR before its REP: the CM learns the receive
 // PSN only from the REP it has not sent yet, so (as Linux's consumers do)
@@ -92,6 +113,22 @@ inline void passive_rtr(RcQp &qp, ConnectionId &conn, std::uint32_t rq_psn)
 	QpAttr rtr = conn.init_qp_attr(IBV_QPS_RTR);
 	rtr.attr.rq_psn = rq_psn;
 	modify_qp(qp.qp(), rtr);
+}
+
+// The REP for @req on a QP in INIT with its receives posted: a random PSN
+// (passive_rtr() takes the QP to RTR with it), at most 1 responder
+// resource and initiator depth and no more than the REQ offers the other
+// way, RNR retry 7.
+inline RepParams passive_rep(RcQp &qp, ConnectionId &conn, const ReqReceived &req)
+{
+	RepParams rep;
+	rep.qpn = qp.qpn();
+	rep.psn = random_psn();
+	passive_rtr(qp, conn, rep.psn);
+	rep.responder_resources = std::min<std::uint8_t>(req.initiator_depth, 1);
+	rep.initiator_depth = std::min<std::uint8_t>(req.responder_resources, 1);
+	rep.rnr_retry_count = 7;
+	return rep;
 }
 
 } // namespace ibcm::tools

@@ -9,14 +9,19 @@
 // timeout (4.096 us * 2^T) and MaxCMRetries; the client prints the time it
 // waits for each try (2 * PacketLifeTime + that timeout).
 //
-//   server: ibcm_pingpong --dev mthca0 --server [--sid S | --rdma-cm-port P]
+//   server: ibcm_pingpong --dev mthca0 --server [--sid S | --rdma-cm-port P] [--echo-of-last]
 //   client: ibcm_pingpong --dev mthca0 (--dgid G | --dlid L) [--no-sa]
 //           [--sid S | --rdma-cm-port P --src-ip A --dst-ip B] [--no-verify]
 //           [--cm-timeout T] [--cm-retries N]
 //
 // --rdma-cm-port P uses the rdma_cm service ID of RDMA_PS_TCP and P, and
 // (client) puts the cma_hdr in the REQ, so an rdma_cm server such as
-// "ucmatose -s -p P" accepts it; its data is not our pattern: --no-verify.
+// "ucmatose -b B -p P" accepts it; its data is not our pattern: --no-verify.
+// The server serves an rdma_cm client ("ucmatose -s A -p P", whose REQ has
+// a cma_hdr) the same way, and then sends the DREQ itself: ucmatose's
+// client waits for the server's. Its client SENDs back its one receive
+// buffer, which holds our last message: --echo-of-last checks each reply
+// against that.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -42,52 +47,45 @@ RcQp make_qp(ibv_context *ctx, const Config &c)
 	return make_traffic_qp(ctx, c.port, c);
 }
 
-void drain_timewait(Device &cm, std::uint32_t id)
-{
-	try {
-		wait_for<TimewaitExit>(cm, id, milliseconds(5000));
-	} catch (const std::exception &) {
-		// timewait is the kernel's business; not waiting longer is fine
-	}
-}
-
 int run_server(const Config &c, const Args &args)
 {
 	ContextPtr ctx = open_verbs(c.dev);
 	const ibv_port_attr pa = query_port(ctx.get(), c.port);
 	Device cm = Device::open(c.dev);
-	Listener listener = cm.listen(c.sid);
+	Listener listener = args.has("rdma-cm-port")
+				    ? listen_rdma_cm(cm, static_cast<std::uint16_t>(args.num("rdma-cm-port", 0)))
+				    : cm.listen(c.sid);
 	std::printf("ibcm_pingpong: listening on service 0x%016llx, lid %u gid %s\n",
 		    static_cast<unsigned long long>(c.sid), pa.lid, format_gid(query_gid(ctx.get(), c.port)).c_str());
 	std::fflush(stdout);
 
 	ReqReceived req = wait_for<ReqReceived>(cm, listener.handle(), c.timeout);
 	ConnectionId conn = std::move(req.conn);
+	bool rdma_cm_peer = false;
 	if (args.has("rdma-cm-port")) {
 		const std::string who = describe_cma(req.private_data);
-		std::printf("ibcm_pingpong: REQ from %s\n", who.empty() ? "a peer without cma_hdr" : who.c_str());
+		rdma_cm_peer = !who.empty();
+		std::printf("ibcm_pingpong: REQ from %s\n", rdma_cm_peer ? who.c_str() : "a peer without cma_hdr");
 	}
 	RcQp qp = make_qp(ctx.get(), c);
 	qp.modify(conn, IBV_QPS_INIT);
 	const std::uint64_t primed = prime_receives(qp, c);
-	RepParams rep;
-	rep.qpn = qp.qpn();
-	rep.psn = random_psn();
-	passive_rtr(qp, conn, rep.psn);
-	rep.responder_resources = std::min<std::uint8_t>(req.initiator_depth, 1);
-	rep.initiator_depth = std::min<std::uint8_t>(req.responder_resources, 1);
-	rep.rnr_retry_count = 7;
-	conn.accept(rep);
+	conn.accept(passive_rep(qp, conn, req));
 	wait_for<Established>(cm, conn.handle(), c.timeout);
 	qp.modify(conn, IBV_QPS_RTS);
 	const int rc = traffic(qp, c, 0, 1, primed);
 	if (rc)
 		return rc;
-	wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
-	conn.drep();
-	drain_timewait(cm, conn.handle());
-	std::printf("ibcm_pingpong: server done, %llu messages of %zu bytes each way\n",
-		    static_cast<unsigned long long>(c.iters), c.size);
+	if (rdma_cm_peer) {
+		// as an rdma_cm server: ucmatose's client waits for our DREQ
+		disconnect_and_drain(cm, conn, c.timeout);
+	} else {
+		wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
+		conn.drep();
+		drain_timewait(cm, conn);
+	}
+	std::printf("ibcm_pingpong: server done, %llu messages of %zu bytes each way, %s\n",
+		    static_cast<unsigned long long>(c.iters), c.size, c.verify ? "data verified" : "data not verified");
 	return 0;
 }
 
@@ -141,37 +139,7 @@ int run_client(const Config &c, const Args &args)
 	if (rc)
 		return rc;
 	const double secs = duration<double>(steady_clock::now() - t1).count();
-	bool answered = false;
-	try {
-		conn.disconnect();
-	} catch (const std::system_error &) {
-		// the server disconnected first (an rdma_cm server does)
-		wait_for<DreqReceived>(cm, conn.handle(), c.timeout);
-		conn.drep();
-		answered = true;
-	}
-	if (!answered) {
-		std::optional<Event> ev;
-		const auto deadline = steady_clock::now() + c.timeout;
-		for (;;) {
-			if (steady_clock::now() > deadline)
-				throw std::runtime_error("no DREP");
-			ev = cm.next_event(c.timeout);
-			if (!ev || header(*ev).id != conn.handle())
-				continue;
-			if (std::holds_alternative<DrepReceived>(*ev))
-				break;
-			if (std::holds_alternative<DreqReceived>(*ev)) { // both sides sent DREQ
-				try {
-					conn.drep();
-				} catch (const std::system_error &) {
-				}
-				break;
-			}
-			throw std::runtime_error(describe_unexpected(*ev));
-		}
-	}
-	drain_timewait(cm, conn.handle());
+	disconnect_and_drain(cm, conn, c.timeout);
 	std::printf("ibcm_pingpong: %llu messages of %zu bytes each way in %.3f s (%.0f msg/s), %s\n",
 		    static_cast<unsigned long long>(c.iters), c.size, secs, 2.0 * static_cast<double>(c.iters) / secs,
 		    c.verify ? "data verified" : "data not verified");
@@ -183,7 +151,7 @@ int run_client(const Config &c, const Args &args)
 int main(int argc, char **argv)
 {
 	try {
-		const Args args(argc, argv, {"server", "no-sa", "no-verify", "help"},
+		const Args args(argc, argv, {"server", "no-sa", "no-verify", "echo-of-last", "help"},
 				{"dev", "port", "sid", "rdma-cm-port", "src-ip", "dst-ip", "src-port", "dgid", "dlid",
 				 "iters", "size", "depth", "timeout", "cm-timeout", "cm-retries"});
 		if (args.has("help") || !args.has("dev"))
@@ -196,6 +164,7 @@ int main(int argc, char **argv)
 		c.size = args.num("size", 64);
 		c.depth = static_cast<int>(args.num("depth", 64));
 		c.verify = !args.has("no-verify");
+		c.peer_echoes_last = args.has("echo-of-last");
 		c.timeout = milliseconds(args.num("timeout", 30) * 1000);
 		if (c.size == 0 || c.size > 65536 || c.depth <= 0 || c.depth > 4096 || c.iters == 0)
 			throw UsageError("--size 1..65536, --depth 1..4096, --iters >= 1");
@@ -215,7 +184,7 @@ int main(int argc, char **argv)
 			     "       ibcm_pingpong --dev IBDEV [--port N] (--dgid GID | --dlid LID) [--no-sa]\n"
 			     "                     [--sid S | --rdma-cm-port P --src-ip A --dst-ip B [--src-port Q]]\n"
 			     "                     [--cm-timeout T] [--cm-retries N]\n"
-			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify]\n";
+			     "       [--iters N] [--size BYTES] [--depth N] [--timeout SECONDS] [--no-verify | --echo-of-last]\n";
 		return 2;
 	} catch (const std::exception &e) {
 		std::cerr << "ibcm_pingpong: " << e.what() << "\n";

@@ -2,6 +2,7 @@
 #include "rping_wire.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace ibcm::tools {
 
@@ -57,6 +58,22 @@ std::vector<char> rping_ping_data(int ping, std::size_t size)
 	if (size)
 		buf[size - 1] = 0;
 	return buf;
+}
+
+std::string rping_adv_problem(const RpingInfo &info, std::size_t room)
+{
+	if (info.size == 0)
+		return "an advertisement of 0 bytes";
+	if (info.size > room)
+		return "an advertisement of " + std::to_string(info.size) + " bytes, more than the " +
+		       std::to_string(room) + " of our buffer (--size)";
+	return "";
+}
+
+std::size_t rping_echo_length(const char *data, std::size_t len)
+{
+	const void *nul = std::memchr(data, 0, len);
+	return nul ? static_cast<std::size_t>(static_cast<const char *>(nul) - data) + 1 : len;
 }
 
 } // namespace ibcm::tools

@@ -45,6 +45,13 @@ std::optional<RpingInfo> decode_rping_info(const std::uint8_t *data, std::size_t
 // @size >= kRpingMinSize.
 std::vector<char> rping_ping_data(int ping, std::size_t size);
 
+// The server's side. What is wrong with advertisement @info for a buffer
+// of @room bytes ("" if nothing): an empty one or one larger than @room.
+std::string rping_adv_problem(const RpingInfo &info, std::size_t room);
+// How much the server writes back of the @len bytes it read: up to and
+// including the first NUL, all @len if there is none.
+std::size_t rping_echo_length(const char *data, std::size_t len);
+
 } // namespace ibcm::tools
 
 #endif

@@ -59,5 +59,24 @@ TEST(IbcmRpingWire, ShortestBufferHoldsTheLongestHeader)
 	EXPECT_EQ(d[kRpingMinSize - 1], 0);
 }
 
+TEST(IbcmRpingWire, ServerRefusesEmptyOrOversizedAdvertisements)
+{
+	EXPECT_EQ(rping_adv_problem({0x1000, 7, 64}, 64), "");
+	EXPECT_EQ(rping_adv_problem({0x1000, 7, 26}, 64), "");
+	EXPECT_EQ(rping_adv_problem({0x1000, 7, 0}, 64), "an advertisement of 0 bytes");
+	EXPECT_EQ(rping_adv_problem({0x1000, 7, 65}, 64),
+		  "an advertisement of 65 bytes, more than the 64 of our buffer (--size)");
+}
+
+TEST(IbcmRpingWire, EchoLengthStopsAfterTheFirstNul)
+{
+	const char text[] = {'a', 'b', 0, 'c', 0};
+	EXPECT_EQ(rping_echo_length(text, 5), 3u);
+	EXPECT_EQ(rping_echo_length(text, 2), 2u); // no NUL: all of it
+	EXPECT_EQ(rping_echo_length(text, 0), 0u);
+	const auto ping = rping_ping_data(3, 64);
+	EXPECT_EQ(rping_echo_length(ping.data(), ping.size()), 64u); // the NUL is the last byte
+}
+
 } // namespace
 } // namespace ibcm::tools

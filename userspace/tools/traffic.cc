@@ -28,6 +28,11 @@ std::uint8_t pattern(std::uint64_t msg, std::size_t byte, int side)
 	return static_cast<std::uint8_t>(msg * 7 + byte * 13 + static_cast<std::uint64_t>(side) * 101);
 }
 
+std::uint8_t expected_byte(const TrafficConfig &c, std::uint64_t msg, std::size_t byte, int side, int peer_side)
+{
+	return c.peer_echoes_last ? pattern(c.iters - 1, byte, side) : pattern(msg, byte, peer_side);
+}
+
 std::uint64_t prime_receives(RcQp &qp, const TrafficConfig &c)
 {
 	const auto n = std::min<std::uint64_t>(c.iters, static_cast<std::uint64_t>(c.depth));
@@ -77,10 +82,10 @@ int traffic(RcQp &qp, const TrafficConfig &c, int side, int peer_side, std::uint
 				}
 				const std::uint8_t *b = qp.slot(slot);
 				for (std::size_t j = 0; j < c.size; j++) {
-					if (b[j] != pattern(received, j, peer_side)) {
+					const std::uint8_t want = expected_byte(c, received, j, side, peer_side);
+					if (b[j] != want) {
 						std::fprintf(stderr, "message %llu byte %zu: 0x%02x, want 0x%02x\n",
-							     static_cast<unsigned long long>(received), j, b[j],
-							     pattern(received, j, peer_side));
+							     static_cast<unsigned long long>(received), j, b[j], want);
 						return kMismatch;
 					}
 				}

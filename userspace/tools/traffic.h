@@ -19,6 +19,10 @@ struct TrafficConfig {
 	std::size_t size = 64;
 	int depth = 64;
 	bool verify = true;
+	// The peer sends back our last message each time instead of its own
+	// pattern: ucmatose's client receives all of ours into one buffer and
+	// SENDs that buffer (ibcm_pingpong --echo-of-last).
+	bool peer_echoes_last = false;
 	std::chrono::milliseconds timeout{30000};
 };
 
@@ -28,6 +32,10 @@ RcQp make_traffic_qp(ibv_context *ctx, int port, const TrafficConfig &c);
 
 // Byte @byte of message @msg as side @side sends it.
 std::uint8_t pattern(std::uint64_t msg, std::size_t byte, int side);
+
+// Byte @byte of the @msg-th message we receive, as @side from @peer_side:
+// the peer's pattern, or with c.peer_echoes_last our last message's.
+std::uint8_t expected_byte(const TrafficConfig &c, std::uint64_t msg, std::size_t byte, int side, int peer_side);
 
 // The first receives: post them once the QP is in INIT and before the
 // peer may send. Returns how many were posted.
