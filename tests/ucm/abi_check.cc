@@ -148,12 +148,12 @@ int AttrId(int fd, uint32_t id)
 	return Cmd(fd, IB_USER_CM_CMD_ATTR_ID, c, sizeof(r));
 }
 
-int Listen(int fd, uint32_t id, uint64_t sid)
+int Listen(int fd, uint32_t id, uint64_t sid, uint64_t mask = ~0ULL)
 {
 	ib_ucm_listen c{};
 	c.id = id;
 	c.service_id = htobe64(sid);
-	c.service_mask = htobe64(~0ULL);
+	c.service_mask = htobe64(mask);
 	return Cmd(fd, IB_USER_CM_CMD_LISTEN, c);
 }
 
@@ -367,7 +367,19 @@ void CaseIds()
 			other = id;
 	Check(AttrId(b, other) == ENOENT, "ATTR_ID of another file's id -> ENOENT", ErrName(AttrId(b, other)));
 	Check(Listen(b, other, 0x5000) == ENOENT, "LISTEN on another file's id -> ENOENT");
-	Check(Listen(a, ids[0], 0x01000005) == EINVAL, "LISTEN on an rdma_cm service ID -> EINVAL");
+	Check(Listen(a, ids[0], 0x01000005, 0xffffffffff000000ULL) == EINVAL,
+	      "LISTEN on a range of rdma_cm service IDs -> EINVAL");
+	Check(Listen(a, ids[0], 0x061d2f, 0xffffff) == EINVAL,
+	      "LISTEN under a mask that takes an rdma_cm service ID -> EINVAL");
+	{
+		// One exact rdma_cm ID is allowed (a server for librdmacm
+		// clients); a second listener on it gets EBUSY from ib_cm.
+		uint32_t l1 = 0, l2 = 0;
+		bool made = CreateId(a, 9, &l1) == 0 && CreateId(a, 10, &l2) == 0;
+		Check(made && Listen(a, l1, 0x01061d2f) == 0, "LISTEN on one exact rdma_cm service ID");
+		Check(made && Listen(a, l2, 0x01061d2f) == EBUSY, "a second LISTEN on it -> EBUSY");
+		Check(made && DestroyId(a, l1) == 0 && DestroyId(a, l2) == 0, "both ids destroyed");
+	}
 	Check(Listen(a, ids[0], 0x00010005) == EINVAL, "LISTEN on an SDP service ID -> EINVAL");
 	Check(DestroyId(b, other) == ENOENT, "DESTROY_ID of another file's id -> ENOENT");
 	Check(AttrId(a, 0x7fffffff) == ENOENT, "ATTR_ID of an unknown id -> ENOENT");

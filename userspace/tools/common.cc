@@ -174,8 +174,7 @@ std::string describe_cma(ByteView pd)
 
 Listener listen_rdma_cm(Device &cm, std::uint16_t port)
 {
-	constexpr std::uint64_t kLow = 0xffffff;
-	return cm.listen(rdma_cm_service_id(PortSpace::tcp, port) & kLow, kLow);
+	return cm.listen(rdma_cm_service_id(PortSpace::tcp, port));
 }
 
 std::uint32_t random_psn()

@@ -81,13 +81,9 @@ PathRecord resolve_path(const Args &args, ibv_context *ctx, const std::string &d
 template <typename T> T wait_for(Device &cm, std::uint32_t id, std::chrono::milliseconds timeout);
 
 // A listen for the REQs an rdma_cm client sends to @port in the TCP port
-// space (service ID 0x0000000001060000 | port). ib_ucm refuses that ID
-// itself (ucm_check_listen(): rdma_cm's IDs are the kernel's), so this
-// listens on its low 24 bits (port space 0x06 and port) under a mask of
-// 0xffffff, which ucm_check_listen() lets through and ib_cm matches to
-// the rdma_cm ID (and to any other ID ending in them: the REQ's cma_hdr
-// is what the servers check). A stopgap until ib_ucm decides how user
-// space may serve rdma_cm clients on a guest without rdma_cm.
+// space: the exact service ID 0x0000000001060000 | port, which ib_ucm
+// allows (one exact rdma_cm ID, not a range: ucm_check_listen()); ib_cm
+// refuses it with EBUSY when another listener holds it.
 Listener listen_rdma_cm(Device &cm, std::uint16_t port);
 
 // The cma_hdr of a REQ's private data, as text, or "" if none.

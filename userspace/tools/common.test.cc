@@ -53,21 +53,17 @@ struct IbcmWaitFor : ::testing::Test {
 	}
 };
 
-// The rdma_cm TCP ID for port 7471 (0x0000000001061d2f), as its low 24
-// bits under a 24-bit mask: what ib_ucm's listen check lets through and
-// ib_cm still matches to the rdma_cm ID.
-TEST_F(IbcmWaitFor, RdmaCmListenIsTheIdsLow24BitsUnderAMask)
+// The rdma_cm TCP ID for port 7471, exactly: 0x0000000001061d2f under a
+// full mask (ib_ucm allows one exact rdma_cm ID, no range).
+TEST_F(IbcmWaitFor, RdmaCmListenIsTheExactId)
 {
 	Listener l = listen_rdma_cm(dev, 7471);
 	ASSERT_FALSE(k->commands.empty());
 	const test::Command &c = k->commands.back();
 	ASSERT_EQ(c.hdr.cmd, static_cast<std::uint32_t>(IB_USER_CM_CMD_LISTEN));
 	const auto cmd = c.payload<ib_ucm_listen>();
-	EXPECT_EQ(be64toh(cmd.service_id), 0x061d2fULL);
-	EXPECT_EQ(be64toh(cmd.service_mask), 0xffffffULL);
-	const std::uint64_t rdma_cm_id = 0x0000000001061d2fULL;
-	EXPECT_EQ(rdma_cm_id & 0xffffff, be64toh(cmd.service_id)); // ib_cm's match
-	EXPECT_NE(be64toh(cmd.service_id) & 0xffffffffff000000ULL, 0x0000000001000000ULL); // not refused
+	EXPECT_EQ(be64toh(cmd.service_id), 0x0000000001061d2fULL);
+	EXPECT_EQ(be64toh(cmd.service_mask), ~0ULL);
 }
 
 TEST_F(IbcmWaitFor, SkipsMraAndOtherIds)

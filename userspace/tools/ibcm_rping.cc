@@ -21,8 +21,8 @@
 // --size must not exceed the server's -S (64 by default on both).
 //
 // Server, for an upstream `rping -c -a <our IPoIB address>`: listens for
-// the same service ID (listen_rdma_cm(): masked, see common.h), accepts one REQ whose private data starts with a
-// cma_hdr (anything else is rejected, "consumer defined"), and per ping:
+// the same service ID (listen_rdma_cm()), accepts one REQ whose private
+// data starts with a cma_hdr (anything else is rejected, "consumer defined"), and per ping:
 // receives the source advertisement, RDMA READs it into its buffer of
 // --size bytes (at least the client's -S), says go ahead, receives the
 // sink advertisement, RDMA WRITEs back what it read up to and including

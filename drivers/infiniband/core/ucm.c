@@ -295,19 +295,36 @@ static void ucm_path_to_user(struct ib_user_path_rec *dst,
 }
 
 /*
- * ucm_check_listen() - the service IDs kernel consumers own are not for
- * user space: rdma_cm's (0x0000000001xxxxxx, its port space and port) and
- * SDP's (0x000000000001xxxx). A listen whose match could take one of them
- * (the ID under its mask; a mask of 0 means all bits) is -EINVAL.
+ * The service ID ranges of kernel consumers: rdma_cm's (its port space and
+ * port in the low 24 bits) and SDP's (the port in the low 16).
+ */
+#define UCM_RDMA_CM_SID		0x0000000001000000ULL
+#define UCM_RDMA_CM_MASK	0xffffffffff000000ULL
+#define UCM_SDP_SID		0x0000000000010000ULL
+#define UCM_SDP_MASK		0xffffffffffff0000ULL
+
+/* Whether a listen on @sid under @mask matches some ID of a range. */
+static bool ucm_listen_meets(u64 sid, u64 mask, u64 range, u64 range_mask)
+{
+	return !((sid ^ range) & mask & range_mask);
+}
+
+/*
+ * ucm_check_listen() - a listen (a @service_mask of 0 means all bits) that
+ * would match SDP's IDs, or a range of rdma_cm's, is -EINVAL: those belong
+ * to kernel consumers. One exact rdma_cm ID is allowed, so that a program
+ * can serve librdmacm clients (ucmatose, rping) on a node whose stack has
+ * no rdma_cm of its own; the device is root's (0600), and ib_cm refuses a
+ * second listener on the same ID (-EBUSY), whoever came first.
  */
 static int ucm_check_listen(__be64 service_id, __be64 service_mask)
 {
 	u64 mask = service_mask ? be64_to_cpu(service_mask) : ~0ULL;
 	u64 sid = be64_to_cpu(service_id) & mask;
 
-	if ((sid & 0xffffffffff000000ULL) == 0x0000000001000000ULL)
+	if (ucm_listen_meets(sid, mask, UCM_SDP_SID, UCM_SDP_MASK))
 		return -EINVAL;
-	if ((sid & 0xffffffffffff0000ULL) == 0x0000000000010000ULL)
+	if (ucm_listen_meets(sid, mask, UCM_RDMA_CM_SID, UCM_RDMA_CM_MASK) && mask != ~0ULL)
 		return -EINVAL;
 	return 0;
 }

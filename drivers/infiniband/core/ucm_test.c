@@ -265,15 +265,24 @@ static void ucm_test_listen(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x7000), all), 0);
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x1000000000000000ULL), 0), 0);
-	/* rdma_cm's range, first and last, and through a wide mask */
-	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01000000), all), -EINVAL);
-	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01ffffff), 0), -EINVAL);
+	/* one exact rdma_cm ID (TCP port 7471), first and last of the range */
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01061d2f), all), 0);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01000000), all), 0);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01ffffff), 0), 0);
+	/* a mask that takes more than one of rdma_cm's IDs */
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x01000000),
 					       cpu_to_be64(0xffffffffff000000ULL)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x061d2f),
+					       cpu_to_be64(0xffffff)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(0, cpu_to_be64(1ULL << 63)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(1ULL << 63),
+					       cpu_to_be64(1ULL << 63)), 0);
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x02000000), all), 0);
-	/* SDP's */
+	/* SDP's, exact or not */
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x00010000), all), -EINVAL);
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x0001ffff), all), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x00010000),
+					       cpu_to_be64(0xffff0000)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, ucm_check_listen(cpu_to_be64(0x00020000), all), 0);
 }
 
