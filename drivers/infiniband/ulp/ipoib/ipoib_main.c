@@ -336,7 +336,6 @@ static int ipoib_dev_init(struct net_device *dev, struct ib_device *ca, u8 port,
 	dev->max_mtu = priv->cm_supported ? priv->cm_mtu : dev->mtu;
 	dev->tx_queue_len = priv->tx_size * 2;
 	dev->dev_port = port - 1;
-	SET_NETDEV_DEV(dev, ca->dma_device);
 	ipoib_build_hwaddr(addr, priv->qp->qp_num, &priv->gid,
 			   priv->cm_supported ? IPOIB_FLAGS_RC : 0);
 	dev_addr_set(dev, addr);
@@ -391,6 +390,8 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 		goto err_free;
 	dev->sysfs_groups[0] = &ipoib_attr_group;
 	dev->rtnl_link_ops = &ipoib_link_ops;
+	/* The PCI function: for a port's interface only (none for children, as 6.1). */
+	SET_NETDEV_DEV(dev, ca->dma_device);
 	ret = register_netdev(dev);
 	if (ret)
 		goto err_uninit;
