@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// Issue 12, slices 1 and 2: our ib_ipoib in datagram and connected mode
+// Issue 12, slices 1 to 3: our ib_ipoib in datagram and connected mode,
+// with P_Key children and ethtool,
 // against upstream's, on the debug kernel lane (KASAN, lockdep, kmemleak
 // on our guests).
 //
@@ -39,6 +40,11 @@
 //       one to vm2 on that DREQ, and a new ping connects again; back to
 //       datagram, ours drop their
 //       active connections and 3000-byte pings work.
+//   PkeyChildren  (the setup restarts OpenSM with partitions 0x8001, all
+//       three, and 0x8002, vm0 and vm1) create_child answers and the
+//       child's sysfs files as upstream's; ib0.8001 pings in every pair;
+//       ib0.8002 by ip link add on ours: vm0 and vm1 ping, vm2 (no member)
+//       has no carrier; nothing crosses partitions; ethtool -i/-S.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
 //       every test: KASAN, lockdep, WARNING, ...).
