@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// Issue 12, slices 1 and 2: our ib_ipoib in datagram and connected mode
+// Issue 12, slices 1 to 3: our ib_ipoib in datagram and connected mode,
+// with P_Key children and ethtool,
 // against upstream's, on the debug kernel lane (KASAN, lockdep, kmemleak
 // on our guests).
 //
@@ -39,6 +40,11 @@
 //       one to vm2 on that DREQ, and a new ping connects again; back to
 //       datagram, ours drop their
 //       active connections and 3000-byte pings work.
+//   PkeyChildren  (the setup restarts OpenSM with partitions 0x8001, all
+//       three, and 0x8002, vm0 and vm1) create_child answers and the
+//       child's sysfs files as upstream's; ib0.8001 pings in every pair;
+//       ib0.8002 by ip link add on ours: vm0 and vm1 ping, vm2 (no member)
+//       has no carrier; nothing crosses partitions; ethtool -i/-S.
 //   UnloadsWithoutLeaks  ib_ipoib and the rest of ours unload from vm1 and
 //       vm2 and kmemleak finds nothing (the fixture checks dmesg after
 //       every test: KASAN, lockdep, WARNING, ...).
@@ -46,6 +52,7 @@
 #include <functional>
 #include <future>
 #include <regex>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -83,6 +90,9 @@ protected:
 			    "OursIpoib", "vm0");
 		if (!lab_ || !setup_error_.empty())
 			return;
+		setup_error_ = StartPartitions();
+		if (!setup_error_.empty())
+			return;
 		setup_error_ = ExecOnAll(
 			lab_->guests(),
 			[](Guest &g) { return "modprobe ib_ipoib && " + IfUp(g.index()); }, "ib0 up", 120s);
@@ -107,6 +117,46 @@ protected:
 			}
 			ll_[i] = r.output.substr(0, r.output.find('\n'));
 		}
+	}
+
+	// OpenSM in vm0 again, now with /tmp/partitions.conf (-P): the default
+	// partition, 0x8001 with the three ports as full members and 0x8002
+	// with vm0's and vm1's only (by port GUID). Then a wait until every
+	// port's P_Key table holds what it must (ours read theirs from our
+	// core's sysfs, as upstream's).
+	static std::string StartPartitions()
+	{
+		std::string guid[2];
+		for (int i = 0; i < 2; ++i) {
+			auto r = guest(kNames[i]).exec("cat /sys/class/infiniband/mthca0/ports/1/gids/0", 30s);
+			std::smatch m;
+			if (!r.ok() || !std::regex_search(r.output, m, std::regex(
+					"^fe80(:0000){3}:([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4})")))
+				return std::string(kNames[i]) + ": no port GID: " + r.output;
+			guid[i] = "0x" + m[2].str() + m[3].str() + m[4].str() + m[5].str();
+		}
+		const std::string conf = "Default=0x7fff, ipoib : ALL=full ;\n"
+					 "P8001=0x0001, ipoib : ALL=full ;\n"
+					 "P8002=0x0002, ipoib : " + guid[0] + "=full, " + guid[1] + "=full ;\n";
+		auto r = guest("vm0").exec("printf '" + conf + "' > /tmp/partitions.conf && kill $(pidof opensm); "
+					   "for i in $(seq 1 30); do pidof opensm >/dev/null || break; sleep 0.3; done; "
+					   "opensm -P /tmp/partitions.conf -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &",
+					   60s);
+		if (!r.ok())
+			return "opensm with partitions: " + r.output;
+		for (int i = 0; i < 3; ++i) {
+			std::string want = i < 2 ? "0x8001 0x8002" : "0x8001";
+			auto w = guest(kNames[i]).exec(
+				"end=$(($(date +%s) + 90)); until k=$(cat /sys/class/infiniband/mthca0/ports/1/pkeys/* | "
+				"grep -E '^0x800[12]$' | sort | xargs) && [ \"$k\" = '" + want + "' ] && "
+				"grep -q ACTIVE /sys/class/infiniband/mthca0/ports/1/state; do "
+				"[ $(date +%s) -ge $end ] && { echo \"pkeys: $k\"; exit 1; }; sleep 0.5; done",
+				120s);
+			if (!w.ok())
+				return std::string(kNames[i]) + ": P_Key table: " + w.output + "\nopensm log:\n" +
+				       guest("vm0").exec("tail -25 /tmp/opensm.log", 30s).output;
+		}
+		return "";
 	}
 
 	// A ping from vm<from> to `dst` whose every reply must come back
@@ -406,11 +456,173 @@ TEST_F(OursIpoib, ConnectedModeAllPairs)
 	EXPECT_EQ(AllPairs([](int a, int b) { return PingChecked(a, Ip4(b), 3000, Pattern(a, b, 0x61), 2); }), "");
 }
 
+// P_Key children. ib0.8001 (create_child) on all three, 10.81.0.<n+1>;
+// ib0.8002 on vm0 (create_child, upstream's) and on vm1 and vm2 (ip link
+// add ... type ipoib, ours), 10.82.0.<n+1>: vm2 is no member of 0x8002.
+std::string Ip81(int i)
+{
+	return "10.81.0." + std::to_string(i + 1);
+}
+
+std::string Ip82(int i)
+{
+	return "10.82.0." + std::to_string(i + 1);
+}
+
+// `dev` up with `addr`, then its carrier awaited for up to 60 s.
+std::string ChildUp(const std::string &dev, const std::string &addr)
+{
+	return "ip link set " + dev + " up && ip addr add " + addr + "/24 dev " + dev +
+	       " && end=$(($(date +%s) + 60)); until ip link show " + dev + " | grep -q LOWER_UP; do "
+	       "if [ $(date +%s) -ge $end ]; then ip link show " + dev + "; exit 1; fi; sleep 0.3; done";
+}
+
+TEST_F(OursIpoib, PkeyChildren)
+{
+	// The refusals, the same script on upstream's vm0 and on ours: the
+	// shell's message (its errno) for each create_child and delete_child.
+	const std::string bad = "cd /sys/class/net; for v in 0 0x8000 0x10000 0xffff 0x8001 junk; do "
+				"printf \"create $v: \"; bash -c \"echo $v > ib0/create_child\" 2>&1 | sed 's/.*: //'; echo; done; "
+				"printf 'delete 0x1234: '; bash -c 'echo 0x1234 > ib0/delete_child' 2>&1 | sed 's/.*: //'; echo; "
+				"ls ib0.8001/create_child 2>/dev/null; echo grandchild=$?; "
+				"for f in pkey parent broadcast mode umcast; do echo \"$f=$(cat ib0.8001/$f)\"; done";
+	std::string out[3];
+	std::vector<std::future<void>> runs;
+	for (int i = 0; i < 3; ++i)
+		runs.push_back(std::async(std::launch::async, [i, &bad, &out] {
+			Guest &g = guest(kNames[i]);
+			auto r = Run(g, "echo 0x8001 > /sys/class/net/ib0/create_child && " + bad + " && " +
+					ChildUp("ib0.8001", Ip81(i)));
+			out[i] = r.output + (r.ok() ? "" : "FAILED\n");
+		}));
+	for (auto &f : runs)
+		f.get();
+	runs.clear();
+	EXPECT_NE(out[0].find("create 0x8001: Name not unique on network\n"), std::string::npos) << out[0];
+	EXPECT_NE(out[0].find("pkey=0x8001\nparent=ib0\nbroadcast=00:ff:ff:ff:ff:12:40:1b:80:01:"), std::string::npos)
+		<< out[0];
+	EXPECT_EQ(out[1], out[0]) << "vm1 answers create_child/delete_child other than upstream's vm0";
+	EXPECT_EQ(out[2], out[0]) << "vm2 answers create_child/delete_child other than upstream's vm0";
+	lab_->mark("ib0.8001 up on all three");
+
+	EXPECT_EQ(AllPairs([](int a, int b) { return PingChecked(a, Ip81(b), 1000, Pattern(a, b, 0x81), 2); }), "");
+
+	// 0x8002: rtnetlink on ours, sysfs on upstream's.
+	for (int i = 0; i < 3; ++i)
+		runs.push_back(std::async(std::launch::async, [i, &out] {
+			Guest &g = guest(kNames[i]);
+			std::string make = i == 0 ? "echo 0x8002 > /sys/class/net/ib0/create_child"
+						  : "ip link add link ib0 name ib0.8002 type ipoib pkey 0x8002";
+			// vm2 is no member: its child must stay without carrier.
+			std::string up = i == 2 ? "ip link set ib0.8002 up && ip addr add " + Ip82(2) + "/24 dev ib0.8002"
+						: ChildUp("ib0.8002", Ip82(i));
+			auto r = Run(g, make + " && " + up + " && ip -d link show ib0.8002 | grep -o 'ipoib .*'");
+			out[i] = r.output + (r.ok() ? "" : "FAILED\n");
+		}));
+	for (auto &f : runs)
+		f.get();
+	EXPECT_NE(out[0].find("ipoib pkey"), std::string::npos) << out[0];
+	EXPECT_NE(out[0].find("0x8002"), std::string::npos) << out[0];
+	EXPECT_EQ(out[1], out[0]) << "ip -d link show ib0.8002 on ours";
+	EXPECT_EQ(out[2], out[0]) << "ip -d link show ib0.8002 on ours";
+	lab_->mark("ib0.8002 on all three");
+	// The members ping each other while the non-member's checks run.
+	auto no_carrier = std::async(std::launch::async, [] {
+		return Run(guest("vm2"), "! ip link show ib0.8002 | grep -q LOWER_UP || exit 1; "
+					 "! ping -c 2 -W 1 " + Ip82(0) + " && ! ping -c 2 -W 1 " + Ip82(1) +
+					 " && ! ip link show ib0.8002 | grep -q LOWER_UP");
+	});
+	auto vm0_to_vm2 = std::async(std::launch::async, [] { return Run(guest("vm0"), "! ping -c 2 -W 1 " + Ip82(2)); });
+	EXPECT_EQ(PingChecked(0, Ip82(1), 1000, Pattern(0, 1, 0x82), 2), "");
+	EXPECT_EQ(PingChecked(1, Ip82(0), 1000, Pattern(1, 0, 0x82), 2), "");
+	auto nc = no_carrier.get();
+	EXPECT_TRUE(Ok(nc)) << "vm2, no member of 0x8002, has a carrier on ib0.8002 or reached 0x8002: " << nc.output;
+	EXPECT_TRUE(Ok(vm0_to_vm2.get())) << "vm0 reached vm2 over 0x8002";
+
+	// Across partitions: vm2 sends on ib0.8001 (P_Key 0x8001) to vm1's
+	// ib0.8002 QPN, the address put in by hand, for 10.83.0.2, which vm1
+	// holds on ib0.8002 (it would answer over 0x8001): vm1's HCA must drop
+	// it. The control: the same to vm1's ib0.8001 QPN for 10.83.0.3 (held
+	// on ib0.8001) is answered.
+	auto addr = Run(guest("vm1"), "ip addr add 10.83.0.2/32 dev ib0.8002 && ip addr add 10.83.0.3/32 dev ib0.8001 && "
+				      "cat /sys/class/net/ib0.8002/address /sys/class/net/ib0.8001/address");
+	ASSERT_TRUE(Ok(addr));
+	std::string a82 = addr.output.substr(0, addr.output.find('\n'));
+	std::string a81 = addr.output.substr(a82.size() + 1, a82.size());
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "ip route add 10.83.0.2/32 dev ib0.8001 && "
+					 "ip neigh replace 10.83.0.2 lladdr " + a82 + " dev ib0.8001 nud permanent && "
+					 "ip route add 10.83.0.3/32 dev ib0.8001 && "
+					 "ip neigh replace 10.83.0.3 lladdr " + a81 + " dev ib0.8001 nud permanent")));
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "! ping -c 3 -i 0.3 -W 1 10.83.0.2")))
+		<< "a packet of 0x8001 reached vm1's ib0.8002";
+	EXPECT_EQ(PingChecked(2, "10.83.0.3", 56, Pattern(2, 1, 0x83)), "") << "the control";
+
+	// ethtool on ours: the driver as upstream's, the HCA's PCI function,
+	// counters that move with traffic.
+	// The guests have no ethtool: a few lines of perl make the same
+	// SIOCETHTOOL calls (ETHTOOL_GDRVINFO, GSTRINGS and GSTATS of the
+	// ETH_SS_STATS set) and print what `ethtool -i` and `-S` print.
+	const std::string ethtool = R"(cat > /tmp/ethtool.pl <<'EOF'
+use Socket;
+socket(my $s, AF_INET, SOCK_DGRAM, 0) or die "socket: $!";
+sub call { my ($buf) = @_; my $ifr = pack("a16 J x16", $ARGV[1], unpack("J", pack("p", $$buf)));
+	ioctl($s, 0x8946, $ifr) or die "SIOCETHTOOL: $!"; }
+my $d = pack("L", 3) . ("\0" x 192); call(\$d);
+my ($c, $drv, $ver, $fw, $bus) = unpack("L Z32 Z32 Z32 Z32", $d);
+my $n = unpack("L", substr($d, 4 + 32 * 5 + 12 + 4, 4));
+if ($ARGV[0] eq "-i") { print "driver: $drv\nbus-info: $bus\n"; exit 0; }
+my $g = pack("L3", 0x1b, 1, $n) . ("\0" x (32 * $n)); call(\$g);
+my $t = pack("L2", 0x1d, $n) . ("\0" x (8 * $n)); call(\$t);
+for my $i (0 .. $n - 1) { printf "     %s: %u\n", unpack("Z32", substr($g, 12 + 32 * $i, 32)), unpack("Q", substr($t, 8 + 8 * $i, 8)); }
+EOF
+)";
+	auto drv = [&ethtool](int i) {
+		return Run(guest(kNames[i]), ethtool + "perl /tmp/ethtool.pl -i ib0 | grep -E '^(driver|bus-info):'; "
+					     "echo pci=$(basename $(readlink /sys/class/infiniband/mthca0/device))").output;
+	};
+	std::string up_drv = drv(0);
+	EXPECT_NE(up_drv.find("driver: ib_ipoib\n"), std::string::npos) << up_drv;
+	std::string our_drv = drv(1);
+	EXPECT_NE(our_drv.find("driver: ib_ipoib\n"), std::string::npos) << our_drv;
+	std::smatch m;
+	EXPECT_TRUE(std::regex_search(our_drv, m, std::regex("bus-info: (\\S+)\npci=(\\S+)\n")) && m[1] == m[2])
+		<< our_drv;
+	auto stats = [&ethtool] {
+		auto r = Run(guest("vm1"), ethtool + "perl /tmp/ethtool.pl -S ib0.8001");
+		std::map<std::string, unsigned long> v;
+		std::regex line("\\s*(\\w+): (\\d+)");
+		for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), line);
+		     it != std::sregex_iterator(); ++it)
+			v[(*it)[1]] = std::stoul((*it)[2]);
+		return v;
+	};
+	auto s0 = stats();
+	EXPECT_EQ(PingChecked(0, Ip81(1), 56, Pattern(0, 1, 0x83), 5), "");
+	auto s1 = stats();
+	for (const char *k : {"rx_packets", "tx_packets", "rx_bytes", "tx_bytes"})
+		EXPECT_GE(s1[k], s0[k] + 5) << k;
+	EXPECT_TRUE(s0.count("multicast") && s0.count("cm_tx_connections")) << "ethtool -S names";
+
+	// Children go: sysfs on vm0 and for vm1's ib0.8001, ip link del for
+	// ours' ib0.8002. vm2 keeps ib0.8001 for UnloadsWithoutLeaks (rmmod
+	// unregisters the child before ib0, under a ping from vm0).
+	// (6.1 unregisters from a work item: vm0's children go a bit later.)
+	EXPECT_TRUE(Ok(Run(guest("vm0"), "cd /sys/class/net && echo 0x8001 > ib0/delete_child && "
+					 "echo 0x8002 > ib0/delete_child && for i in $(seq 1 50); do "
+					 "test -e ib0.8001 || test -e ib0.8002 || exit 0; sleep 0.2; done; exit 1")));
+	EXPECT_TRUE(Ok(Run(guest("vm1"), "cd /sys/class/net && echo 0x8001 > ib0/delete_child && "
+					 "ip link del ib0.8002 && ! test -e ib0.8001 && ! test -e ib0.8002")));
+	EXPECT_TRUE(Ok(Run(guest("vm2"), "ip link del ib0.8002 && ! test -e /sys/class/net/ib0.8002 && "
+					 "test -e /sys/class/net/ib0.8001")));
+}
+
 // Last: every module of ours unloads, and kmemleak is clean.
 TEST_F(OursIpoib, UnloadsWithoutLeaks)
 {
 	// Both guests at once: unload, then (debug kernel) a kmemleak scan,
 	// which waits and scans for some 20 s in each.
+	// vm2 still has ib0.8001 (PkeyChildren): vm0 pings it while it goes.
+	auto bg = guest("vm0").start_exec("ping -i 0.1 -w 15 " + Ip81(2) + " >/dev/null 2>&1; true", 30s);
 	std::vector<std::future<std::string>> runs;
 	for (const char *name : {"vm1", "vm2"}) {
 		Guest &g = guest(name);
@@ -433,6 +645,7 @@ TEST_F(OursIpoib, UnloadsWithoutLeaks)
 	for (auto &f : runs)
 		err += f.get();
 	EXPECT_EQ(err, "");
+	bg->wait_for(20s);
 	if (!guest("vm1").has_kmemleak())
 		GTEST_SKIP() << "modules unloaded; no kmemleak: not the debug kernel, so no leak scan";
 }

@@ -2,7 +2,8 @@
 /*
  * ib_ipoib: IP over InfiniBand, datagram mode (RFC 4391) and connected
  * mode (RFC 4755), as an ib_client of our core. One net_device per port
- * (named ib%d) carries the port's default P_Key. See
+ * (named ib%d) carries the port's default P_Key; P_Key children
+ * (ib0.8001) have their own. See
  * Documentation/ipoib.md.
  *
  * The roles, one file each:
@@ -11,7 +12,10 @@
  *   ipoib_mcast.c  multicast groups: the broadcast group and the mc list
  *   ipoib_path.c   unicast path records and address handles, by GID
  *   ipoib_cm.c     connected mode: the SRQ, the listener, RC connections
- *   ipoib_fs.c     the sysfs files mode, pkey, umcast, cm_connections
+ *   ipoib_fs.c     the sysfs files mode, pkey, umcast, cm_connections,
+ *                  create_child, delete_child, parent
+ *   ipoib_netlink.c the rtnl link kind "ipoib" (ip link add ... type ipoib)
+ *   ipoib_ethtool.c ethtool driver info and statistics
  *   ipoib_addr.c   pure helpers: hw address, MGIDs, CM private data,
  *                  MTUs, state names
  */
@@ -85,6 +89,8 @@ void ipoib_cm_data_pack(struct ipoib_cm_data *data, u32 qpn, u32 buf_size);
 int ipoib_cm_data_unpack(const void *pdata, size_t len, u32 *qpn, u32 *buf_size);
 int ipoib_cm_max_mtu(int max_srq_sge, unsigned long page_size);
 int ipoib_mtu_limit(bool connected, int cm_mtu, int ud_mtu);
+int ipoib_child_pkey_check(long pkey);
+void ipoib_child_name(char *buf, size_t len, const char *parent, u16 pkey);
 
 /* The multicast group states (ipoib_mcast.c), named in mcast_state_names. */
 enum ipoib_mcast_state {
@@ -224,6 +230,7 @@ enum ipoib_flags {
 	IPOIB_FLAG_UMCAST,	/* sysfs umcast: non-IPoIB groups allowed */
 	IPOIB_FLAG_CM_ADMIN,	/* sysfs mode: connected */
 	IPOIB_FLAG_CM_UP,	/* SRQ, CQ and listener up (ipoib_cm_up) */
+	IPOIB_FLAG_NO_PKEY,	/* a child "up" without its P_Key: no QP, no carrier */
 };
 
 #define IPOIB_CM_MAX_TX		32	/* active connections per interface */
@@ -252,6 +259,9 @@ enum ipoib_flags {
  *   reaper with @cm_napi disabled. A connection is freed only by the
  *   reaper (@cm_task) or ipoib_cm_down(), after its cm_id is destroyed
  *   (no handler runs any more) and its ring is empty.
+ * - RTNL guards @children, @child_list, @parent and @sysfs_child: a
+ *   child is added and unregistered under it, and the port's removal
+ *   unregisters the children, then the parent, in one RTNL section.
  * - @mcast_task, @path_task, @flush_task, @reap_task and @mtu_task run on
  *   @wq (ordered, so they never run at once); ndo_stop clears
  *   IPOIB_FLAG_UP under @lock before cancelling them, and nothing queues
@@ -328,6 +338,12 @@ struct ipoib_dev {
 
 	struct ib_event_handler	event_handler;
 	struct list_head	list;		/* the device's ipoib_dev list */
+
+	/* P_Key children (RTNL) */
+	struct net_device	*parent;	/* NULL for a port's interface */
+	bool			sysfs_child;	/* create_child made it */
+	struct list_head	children;	/* a parent's: its children */
+	struct list_head	child_list;	/* a child's: on the parent's */
 };
 
 static inline struct ipoib_dev *ipoib_priv(const struct net_device *dev)
@@ -401,7 +417,23 @@ void ipoib_cm_retire_locked(struct ipoib_dev *priv, struct ipoib_cm_tx *tx);
 int ipoib_cm_set_mode(struct ipoib_dev *priv, bool connected);
 ssize_t ipoib_cm_show(struct ipoib_dev *priv, char *buf);
 
+/* ipoib_main.c: interfaces and P_Key children */
+void ipoib_setup(struct net_device *dev);
+bool ipoib_is_ours(const struct net_device *dev);
+int ipoib_child_register(struct ipoib_dev *ppriv, struct net_device *dev,
+			 u16 pkey, bool sysfs_child);
+int ipoib_child_add(struct net_device *pdev, u16 pkey);
+int ipoib_child_del(struct net_device *pdev, u16 pkey);
+void ipoib_child_unlink(struct ipoib_dev *priv);
+
+/* ipoib_netlink.c */
+extern struct rtnl_link_ops ipoib_link_ops;
+
+/* ipoib_ethtool.c */
+extern const struct ethtool_ops ipoib_ethtool_ops;
+
 /* ipoib_fs.c */
 extern const struct attribute_group ipoib_attr_group;
+extern const struct attribute_group ipoib_child_attr_group;
 
 #endif /* IPOIB_H */

@@ -274,3 +274,33 @@ const char *ipoib_cm_state_name(enum ipoib_cm_state s)
 {
 	return (unsigned int)s < IPOIB_CM_NR_STATES ? cm_state_names[s] : "?";
 }
+
+/**
+ * ipoib_child_pkey_check() - is a number written to create_child a P_Key?
+ * @pkey: the number as parsed
+ *
+ * Zero, the bare full-member bit 0x8000 (both mean "no partition") and
+ * anything outside 16 bits are refused, as 6.1 refuses them.
+ *
+ * Return: 0, or -EINVAL.
+ */
+int ipoib_child_pkey_check(long pkey)
+{
+	if (pkey <= 0 || pkey > 0xffff || pkey == 0x8000)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * ipoib_child_name() - the name create_child gives a P_Key child
+ * @buf: where the name goes
+ * @len: its size (IFNAMSIZ)
+ * @parent: the parent's name; at most its first 10 characters are kept
+ * @pkey: the P_Key as written, in four hex digits
+ *
+ * E.g. "ib0" and 0x8001 give "ib0.8001".
+ */
+void ipoib_child_name(char *buf, size_t len, const char *parent, u16 pkey)
+{
+	snprintf(buf, len, "%.10s.%04x", parent, pkey);
+}

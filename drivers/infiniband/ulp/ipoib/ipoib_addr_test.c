@@ -202,6 +202,28 @@ static void ia_cm_mtu(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ipoib_mtu_limit(true, 0, 2044), 2044);
 }
 
+static void ia_child(struct kunit *test)
+{
+	char name[16];
+
+	/* The numbers 6.1's create_child refuses, and its edges. */
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(-1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(0x8000), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(0x10000), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(1), 0);
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(0x8001), 0);
+	KUNIT_EXPECT_EQ(test, ipoib_child_pkey_check(0xffff), 0);
+
+	ipoib_child_name(name, sizeof(name), "ib0", 0x8001);
+	KUNIT_EXPECT_STREQ(test, name, "ib0.8001");
+	ipoib_child_name(name, sizeof(name), "ib1", 0x12);
+	KUNIT_EXPECT_STREQ(test, name, "ib1.0012");
+	/* A long parent name is cut to 10 characters: 15 in all. */
+	ipoib_child_name(name, sizeof(name), "ibp0s8f0abcdefgh", 0xffff);
+	KUNIT_EXPECT_STREQ(test, name, "ibp0s8f0ab.ffff");
+}
+
 static struct kunit_case ia_cases[] = {
 	KUNIT_CASE(ia_hwaddr),
 	KUNIT_CASE(ia_broadcast),
@@ -212,6 +234,7 @@ static struct kunit_case ia_cases[] = {
 	KUNIT_CASE(ia_state_names),
 	KUNIT_CASE(ia_cm_wire),
 	KUNIT_CASE(ia_cm_mtu),
+	KUNIT_CASE(ia_child),
 	{}
 };
 

@@ -14,6 +14,7 @@
 #include <linux/module.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
+#include <net/rtnetlink.h>
 #include <linux/slab.h>
 
 #include <rdma/ib_cache.h>
@@ -76,9 +77,24 @@ static const struct header_ops ipoib_header_ops = {
 static int ipoib_open(struct net_device *dev)
 {
 	struct ipoib_dev *priv = ipoib_priv(dev);
+	u16 index;
 	int ret;
 
 	netif_carrier_off(dev);
+	if (priv->parent) {
+		/*
+		 * As 6.1: a child whose P_Key the port's table lacks (the SM
+		 * did not make the port a member) comes up without a QP or
+		 * carrier; ifdown/ifup looks again.
+		 */
+		if (ib_find_cached_pkey(priv->ca, priv->port, priv->pkey, &index)) {
+			netdev_info(dev, "P_Key 0x%04x not found in the port's table: no carrier\n",
+				    priv->pkey);
+			set_bit(IPOIB_FLAG_NO_PKEY, &priv->flags);
+			return 0;
+		}
+		priv->pkey_index = index;
+	}
 	ret = ipoib_ib_up(priv);
 	if (ret)
 		return ret;
@@ -102,6 +118,8 @@ static int ipoib_stop(struct net_device *dev)
 
 	netif_stop_queue(dev);
 	netif_carrier_off(dev);
+	if (test_and_clear_bit(IPOIB_FLAG_NO_PKEY, &priv->flags))
+		return 0;	/* nothing was brought up */
 	spin_lock_bh(&priv->lock);
 	clear_bit(IPOIB_FLAG_UP, &priv->flags);
 	spin_unlock_bh(&priv->lock);
@@ -180,10 +198,11 @@ static const struct net_device_ops ipoib_netdev_ops = {
 	.ndo_tx_timeout		= ipoib_tx_timeout,
 };
 
-static void ipoib_setup(struct net_device *dev)
+void ipoib_setup(struct net_device *dev)
 {
 	dev->netdev_ops = &ipoib_netdev_ops;
 	dev->header_ops = &ipoib_header_ops;
+	dev->ethtool_ops = &ipoib_ethtool_ops;
 	dev->type = ARPHRD_INFINIBAND;
 	dev->addr_len = IPOIB_ALEN;
 	dev->hard_header_len = IPOIB_HARD_LEN;
@@ -248,35 +267,36 @@ static void ipoib_event(struct ib_event_handler *handler, struct ib_event *event
 
 /* --- devices ---------------------------------------------------------------- */
 
-static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
+/*
+ * Fills the private part of @dev, an allocated and not yet registered
+ * net_device, for @port of @ca and the P_Key @pkey (full-member bit set):
+ * work queue, PD/CQ/UD QP, NAPI contexts, hardware and broadcast
+ * addresses, the event handler. Undone by ipoib_dev_uninit(); on error
+ * nothing is left but @dev itself.
+ */
+static int ipoib_dev_init(struct net_device *dev, struct ib_device *ca, u8 port,
+			  u16 pkey)
 {
+	struct ipoib_dev *priv = ipoib_priv(dev);
 	struct ib_device_attr dattr;
 	struct ib_port_attr attr;
-	struct net_device *dev;
-	struct ipoib_dev *priv;
 	u8 addr[IPOIB_ALEN];
-	u16 pkey;
 	int ret;
 
 	ret = ib_query_port(ca, port, &attr);
 	if (ret)
-		return ERR_PTR(ret);
-	ret = ib_query_pkey(ca, port, 0, &pkey);
-	if (ret)
-		return ERR_PTR(ret);
+		return ret;
 	ret = ib_query_device(ca, &dattr);
 	if (ret)
-		return ERR_PTR(ret);
+		return ret;
 
-	dev = alloc_netdev(sizeof(*priv), "ib%d", NET_NAME_UNKNOWN, ipoib_setup);
-	if (!dev)
-		return ERR_PTR(-ENOMEM);
-	priv = ipoib_priv(dev);
 	priv->dev = dev;
 	priv->ca = ca;
 	priv->port = port;
-	priv->pkey = ipoib_full_pkey(pkey);
+	priv->pkey = pkey;
 	priv->pkey_index = 0;
+	INIT_LIST_HEAD(&priv->children);
+	INIT_LIST_HEAD(&priv->child_list);
 	priv->lid = attr.lid;
 	priv->max_ib_mtu = ib_mtu_enum_to_int(attr.max_mtu);
 	priv->rx_buf_size = priv->max_ib_mtu + IPOIB_GRH_LEN;
@@ -300,14 +320,12 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 
 	ret = ib_query_gid(ca, port, 0, &priv->gid);
 	if (ret)
-		goto err_free;
+		return ret;
 
-	priv->wq = alloc_ordered_workqueue("ipoib_%s_%u", WQ_MEM_RECLAIM,
-					   dev_name(&ca->dev), port);
-	if (!priv->wq) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
+	priv->wq = alloc_ordered_workqueue("ipoib_%s_%u_%04x", WQ_MEM_RECLAIM,
+					   dev_name(&ca->dev), port, pkey);
+	if (!priv->wq)
+		return -ENOMEM;
 	ret = ipoib_ib_init(priv);
 	if (ret)
 		goto err_wq;
@@ -318,51 +336,247 @@ static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
 	dev->max_mtu = priv->cm_supported ? priv->cm_mtu : dev->mtu;
 	dev->tx_queue_len = priv->tx_size * 2;
 	dev->dev_port = port - 1;
-	SET_NETDEV_DEV(dev, ca->dma_device);
 	ipoib_build_hwaddr(addr, priv->qp->qp_num, &priv->gid,
 			   priv->cm_supported ? IPOIB_FLAGS_RC : 0);
 	dev_addr_set(dev, addr);
 	ipoib_build_broadcast(dev->broadcast, priv->pkey);
-	dev->sysfs_groups[0] = &ipoib_attr_group;
 	netif_carrier_off(dev);
 
 	INIT_IB_EVENT_HANDLER(&priv->event_handler, ca, ipoib_event);
 	ret = ib_register_event_handler(&priv->event_handler);
 	if (ret)
 		goto err_ib;
+	return 0;
 
-	ret = register_netdev(dev);
-	if (ret)
-		goto err_event;
-	return priv;
-
-err_event:
-	ib_unregister_event_handler(&priv->event_handler);
 err_ib:
 	netif_napi_del(&priv->cm_napi);
 	netif_napi_del(&priv->napi);
 	ipoib_ib_cleanup(priv);
 err_wq:
 	destroy_workqueue(priv->wq);
+	return ret;
+}
+
+/*
+ * Undoes ipoib_dev_init() once the net_device is unregistered (or never
+ * was): no event can queue work once the handler is gone, ndo_stop ran if
+ * the interface was up, and what the work queue still holds (a reaper
+ * run) ends with it. The net_device itself is the caller's to free.
+ */
+static void ipoib_dev_uninit(struct ipoib_dev *priv)
+{
+	ib_unregister_event_handler(&priv->event_handler);
+	destroy_workqueue(priv->wq);
+	netif_napi_del(&priv->cm_napi);
+	netif_napi_del(&priv->napi);
+	ipoib_ib_cleanup(priv);		/* reaps the last address handles */
+}
+
+static struct ipoib_dev *ipoib_add_port(struct ib_device *ca, u8 port)
+{
+	struct net_device *dev;
+	u16 pkey;
+	int ret;
+
+	ret = ib_query_pkey(ca, port, 0, &pkey);
+	if (ret)
+		return ERR_PTR(ret);
+	dev = alloc_netdev(sizeof(struct ipoib_dev), "ib%d", NET_NAME_UNKNOWN,
+			   ipoib_setup);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	ret = ipoib_dev_init(dev, ca, port, ipoib_full_pkey(pkey));
+	if (ret)
+		goto err_free;
+	dev->sysfs_groups[0] = &ipoib_attr_group;
+	dev->rtnl_link_ops = &ipoib_link_ops;
+	/* The PCI function: for a port's interface only (none for children, as 6.1). */
+	SET_NETDEV_DEV(dev, ca->dma_device);
+	ret = register_netdev(dev);
+	if (ret)
+		goto err_uninit;
+	return ipoib_priv(dev);
+
+err_uninit:
+	ipoib_dev_uninit(ipoib_priv(dev));
 err_free:
 	free_netdev(dev);
 	return ERR_PTR(ret);
 }
 
 /*
- * Undoes ipoib_add_port(). No event can queue work once the handler is
- * gone, and unregister_netdev() stops the interface (ndo_stop) if it was
- * up; what the workqueue still holds (a reaper run) ends with it.
+ * Unregisters a port's net_device and its P_Key children, children
+ * first, in one RTNL section (no child can be added in between); the
+ * children's destructors run in rtnl_unlock().
  */
 static void ipoib_remove_port(struct ipoib_dev *priv)
 {
-	ib_unregister_event_handler(&priv->event_handler);
-	unregister_netdev(priv->dev);
-	destroy_workqueue(priv->wq);
-	netif_napi_del(&priv->cm_napi);
-	netif_napi_del(&priv->napi);
-	ipoib_ib_cleanup(priv);		/* reaps the last address handles */
+	struct ipoib_dev *child, *tmp;
+
+	rtnl_lock();
+	list_for_each_entry_safe_reverse(child, tmp, &priv->children, child_list) {
+		list_del_init(&child->child_list);
+		unregister_netdevice(child->dev);
+	}
+	unregister_netdevice(priv->dev);
+	rtnl_unlock();
+	ipoib_dev_uninit(priv);
 	free_netdev(priv->dev);
+}
+
+/* The priv_destructor of a child: after its unregistration, without RTNL. */
+static void ipoib_child_destructor(struct net_device *dev)
+{
+	ipoib_dev_uninit(ipoib_priv(dev));
+}
+
+/* Is @pkey free for a sysfs child of @ppriv? 6.1 refuses duplicates there. */
+static bool ipoib_child_pkey_free(struct ipoib_dev *ppriv, u16 pkey)
+{
+	struct ipoib_dev *child;
+
+	if (ppriv->pkey == pkey)
+		return false;
+	list_for_each_entry(child, &ppriv->children, child_list)
+		if (child->sysfs_child && child->pkey == pkey)
+			return false;
+	return true;
+}
+
+/**
+ * ipoib_child_register() - make @dev a P_Key child of @ppriv and register it
+ * @ppriv: the parent, a registered port interface (not a child)
+ * @dev: allocated with ipoib_setup(), not initialised yet
+ * @pkey: the P_Key as given; the full-member bit is forced on
+ * @sysfs_child: made through create_child (its own sysfs files, found by
+ *	delete_child), else through rtnetlink
+ *
+ * The child gets its own UD QP, CM listener and broadcast group; the
+ * P_Key's index is looked up when it goes up. Caller holds RTNL. On
+ * error @dev is left for the caller to free.
+ *
+ * Return: 0 or a negative errno.
+ */
+int ipoib_child_register(struct ipoib_dev *ppriv, struct net_device *dev,
+			 u16 pkey, bool sysfs_child)
+{
+	struct ipoib_dev *priv = ipoib_priv(dev);
+	int ret;
+
+	ASSERT_RTNL();
+	if (ipoib_child_pkey_check(pkey))
+		return -EINVAL;
+	if (sysfs_child && !ipoib_child_pkey_free(ppriv, ipoib_full_pkey(pkey)))
+		return -ENOTUNIQ;
+	ret = ipoib_dev_init(dev, ppriv->ca, ppriv->port, ipoib_full_pkey(pkey));
+	if (ret)
+		return ret;
+	priv->parent = ppriv->dev;
+	priv->sysfs_child = sysfs_child;
+	dev->sysfs_groups[0] = sysfs_child ? &ipoib_child_attr_group : NULL;
+	dev->rtnl_link_ops = &ipoib_link_ops;
+	ret = register_netdevice(dev);
+	if (ret) {
+		ipoib_dev_uninit(priv);
+		return ret;
+	}
+	dev->priv_destructor = ipoib_child_destructor;
+	dev->needs_free_netdev = true;
+	list_add_tail(&priv->child_list, &ppriv->children);
+	return 0;
+}
+
+/**
+ * ipoib_child_add() - sysfs create_child: a child named "<parent>.<pkey>"
+ * @pdev: the parent's net_device
+ * @pkey: checked by ipoib_child_pkey_check()
+ *
+ * Return: 0, -EPERM (no CAP_NET_ADMIN, parent going away), -ENOTUNIQ
+ * (the parent's or another sysfs child's P_Key), or what the creation
+ * gives.
+ */
+int ipoib_child_add(struct net_device *pdev, u16 pkey)
+{
+	char name[IFNAMSIZ];
+	struct net_device *dev;
+	int ret;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	/* The parent's sysfs files go away under RTNL. */
+	if (!rtnl_trylock())
+		return restart_syscall();
+	if (pdev->reg_state != NETREG_REGISTERED || ipoib_priv(pdev)->parent) {
+		ret = -EPERM;
+		goto out;
+	}
+	ipoib_child_name(name, sizeof(name), pdev->name, pkey);
+	dev = alloc_netdev(sizeof(struct ipoib_dev), name, NET_NAME_UNKNOWN,
+			   ipoib_setup);
+	if (!dev) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = ipoib_child_register(ipoib_priv(pdev), dev, pkey, true);
+	if (ret)
+		free_netdev(dev);
+out:
+	rtnl_unlock();
+	return ret;
+}
+
+/**
+ * ipoib_child_del() - sysfs delete_child: unregister the sysfs child @pkey
+ * @pdev: the parent's net_device
+ * @pkey: the P_Key as written (the full-member bit is forced on)
+ *
+ * Return: 0, -EPERM, or -ENODEV when no sysfs child has that P_Key.
+ */
+int ipoib_child_del(struct net_device *pdev, u16 pkey)
+{
+	struct ipoib_dev *ppriv = ipoib_priv(pdev), *child;
+	int ret = -ENODEV;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	if (!rtnl_trylock())
+		return restart_syscall();
+	if (pdev->reg_state != NETREG_REGISTERED) {
+		ret = -EPERM;
+		goto out;
+	}
+	list_for_each_entry(child, &ppriv->children, child_list) {
+		if (child->sysfs_child && child->pkey == ipoib_full_pkey(pkey)) {
+			ipoib_child_unlink(child);
+			unregister_netdevice(child->dev);
+			ret = 0;
+			break;
+		}
+	}
+out:
+	rtnl_unlock();	/* the child's destructor runs here */
+	return ret;
+}
+
+/**
+ * ipoib_child_unlink() - take a child off its parent's list
+ * @priv: the child, about to be unregistered; caller holds RTNL
+ */
+void ipoib_child_unlink(struct ipoib_dev *priv)
+{
+	ASSERT_RTNL();
+	list_del_init(&priv->child_list);
+}
+
+/**
+ * ipoib_is_ours() - is @dev one of ib_ipoib's net_devices?
+ * @dev: any net_device
+ *
+ * Return: true if its ops are ours (so its private part is an ipoib_dev).
+ */
+bool ipoib_is_ours(const struct net_device *dev)
+{
+	return dev->netdev_ops == &ipoib_netdev_ops;
 }
 
 static void ipoib_add_one(struct ib_device *device)
@@ -405,12 +619,25 @@ static void ipoib_remove_one(struct ib_device *device)
 
 static int __init ipoib_init(void)
 {
-	return ib_register_client(&ipoib_client);
+	int ret;
+
+	ret = rtnl_link_register(&ipoib_link_ops);
+	if (ret)
+		return ret;
+	ret = ib_register_client(&ipoib_client);
+	if (ret)
+		rtnl_link_unregister(&ipoib_link_ops);
+	return ret;
 }
 
+/*
+ * The client goes first: its removal unregisters every interface, the
+ * children before their parent; rtnl_link_unregister() then finds none.
+ */
 static void __exit ipoib_exit(void)
 {
 	ib_unregister_client(&ipoib_client);
+	rtnl_link_unregister(&ipoib_link_ops);
 }
 
 module_init(ipoib_init);
