@@ -376,6 +376,10 @@ int ipoib_napi_poll(struct napi_struct *napi, int budget);
 void ipoib_hand_up(struct ipoib_dev *priv, struct napi_struct *napi,
 		   struct sk_buff *skb);
 struct device *ipoib_dma(struct ipoib_dev *priv);
+int ipoib_rx_buf_fill(struct ipoib_dev *priv, struct ipoib_rx_buf *b,
+		      unsigned int size, unsigned int headroom, gfp_t gfp);
+void ipoib_rx_buf_release(struct ipoib_dev *priv, struct ipoib_rx_buf *b,
+			  unsigned int size);
 
 /* ipoib_ah helpers (ipoib_ib.c) */
 struct ipoib_ah *ipoib_ah_create(struct ipoib_dev *priv,

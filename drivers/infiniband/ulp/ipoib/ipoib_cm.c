@@ -78,35 +78,14 @@ static void ipoib_cm_kick(struct ipoib_dev *priv)
 
 static int ipoib_cm_alloc_rx(struct ipoib_dev *priv, unsigned int i, gfp_t gfp)
 {
-	struct sk_buff *skb;
-	dma_addr_t map;
-
 	/* Room in front for the pseudo header the stack expects. */
-	skb = __netdev_alloc_skb(priv->dev, priv->cm_buf_size + IPOIB_ALEN, gfp);
-	if (!skb)
-		return -ENOMEM;
-	skb_reserve(skb, IPOIB_ALEN);
-	map = dma_map_single(ipoib_dma(priv), skb->data, priv->cm_buf_size,
-			     DMA_FROM_DEVICE);
-	if (dma_mapping_error(ipoib_dma(priv), map)) {
-		dev_kfree_skb_any(skb);
-		return -EIO;
-	}
-	priv->cm_srq_ring[i].skb = skb;
-	priv->cm_srq_ring[i].mapping = map;
-	return 0;
+	return ipoib_rx_buf_fill(priv, &priv->cm_srq_ring[i], priv->cm_buf_size,
+				 IPOIB_ALEN, gfp);
 }
 
 static void ipoib_cm_free_rx(struct ipoib_dev *priv, unsigned int i)
 {
-	struct ipoib_rx_buf *b = &priv->cm_srq_ring[i];
-
-	if (!b->skb)
-		return;
-	dma_unmap_single(ipoib_dma(priv), b->mapping, priv->cm_buf_size,
-			 DMA_FROM_DEVICE);
-	dev_kfree_skb_any(b->skb);
-	b->skb = NULL;
+	ipoib_rx_buf_release(priv, &priv->cm_srq_ring[i], priv->cm_buf_size);
 }
 
 static int ipoib_cm_post_rx(struct ipoib_dev *priv, unsigned int i)

@@ -212,36 +212,50 @@ struct device *ipoib_dma(struct ipoib_dev *priv)
 	return priv->ca->dma_device;
 }
 
-/* Gives slot @i a fresh buffer; does not post it. */
-static int ipoib_alloc_rx(struct ipoib_dev *priv, unsigned int i, gfp_t gfp)
+/*
+ * Gives the receive slot @b a fresh skb of @headroom + @size bytes, the
+ * @size after the headroom mapped for the HCA to write; does not post it.
+ * Shared by the UD ring and the connected mode's SRQ ring.
+ */
+int ipoib_rx_buf_fill(struct ipoib_dev *priv, struct ipoib_rx_buf *b,
+		      unsigned int size, unsigned int headroom, gfp_t gfp)
 {
 	struct sk_buff *skb;
 	dma_addr_t map;
 
-	skb = __netdev_alloc_skb(priv->dev, priv->rx_buf_size, gfp);
+	skb = __netdev_alloc_skb(priv->dev, size + headroom, gfp);
 	if (!skb)
 		return -ENOMEM;
-	map = dma_map_single(ipoib_dma(priv), skb->data, priv->rx_buf_size,
-			     DMA_FROM_DEVICE);
+	skb_reserve(skb, headroom);
+	map = dma_map_single(ipoib_dma(priv), skb->data, size, DMA_FROM_DEVICE);
 	if (dma_mapping_error(ipoib_dma(priv), map)) {
 		dev_kfree_skb_any(skb);
 		return -EIO;
 	}
-	priv->rx_ring[i].skb = skb;
-	priv->rx_ring[i].mapping = map;
+	b->skb = skb;
+	b->mapping = map;
 	return 0;
+}
+
+/* Unmaps and frees the buffer of slot @b (@size as filled), if it has one. */
+void ipoib_rx_buf_release(struct ipoib_dev *priv, struct ipoib_rx_buf *b,
+			  unsigned int size)
+{
+	if (!b->skb)
+		return;
+	dma_unmap_single(ipoib_dma(priv), b->mapping, size, DMA_FROM_DEVICE);
+	dev_kfree_skb_any(b->skb);
+	b->skb = NULL;
+}
+
+static int ipoib_alloc_rx(struct ipoib_dev *priv, unsigned int i, gfp_t gfp)
+{
+	return ipoib_rx_buf_fill(priv, &priv->rx_ring[i], priv->rx_buf_size, 0, gfp);
 }
 
 static void ipoib_free_rx(struct ipoib_dev *priv, unsigned int i)
 {
-	struct ipoib_rx_buf *b = &priv->rx_ring[i];
-
-	if (!b->skb)
-		return;
-	dma_unmap_single(ipoib_dma(priv), b->mapping, priv->rx_buf_size,
-			 DMA_FROM_DEVICE);
-	dev_kfree_skb_any(b->skb);
-	b->skb = NULL;
+	ipoib_rx_buf_release(priv, &priv->rx_ring[i], priv->rx_buf_size);
 }
 
 static int ipoib_post_rx(struct ipoib_dev *priv, unsigned int i)
